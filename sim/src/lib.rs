@@ -1,0 +1,1 @@
+//! Deterministic outage bench for the spool.

@@ -1,0 +1,242 @@
+//! The drainer: workers that deliver spooled entries once the store recovers.
+//!
+//! Each worker claims the oldest unclaimed entry (workers never share one), reads and
+//! verifies it, and writes it create-if-absent until the store settles it:
+//!
+//! | store answer | action |
+//! |---|---|
+//! | success | remove the entry |
+//! | already exists, same size and MD5 | an earlier try landed: remove the entry |
+//! | already exists, different contents | dead-letter (someone else used the name) |
+//! | retryable failure (408, 429, 5xx, timeout, reset) | sleep a jittered backoff, try again |
+//! | permanent failure (400, 403, ...) | dead-letter with the error, go on |
+//! | entry fails verification | quarantine with the reason, go on |
+//!
+//! Backoff is per worker: `uniform(0, min(cap, base * 2^failures))` with full jitter,
+//! drawn from a seeded RNG, reset by any success. Shutdown stops workers between
+//! entries: an upload in flight finishes (or times out), a backoff sleep is cut short.
+
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::backoff::{Backoff, BackoffConfig};
+use crate::error::StoreError;
+use crate::metrics::{DrainOutcome, WritePath};
+use crate::remote::{Existing, Remote};
+use crate::store::{Claim, ReadError, Spool};
+
+/// Settings for a [`Drainer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrainerConfig {
+    /// Concurrent workers, each on its own entry. Default 4. Drain throughput is
+    /// about `workers / store write latency`; one worker keeps strict order.
+    pub workers: usize,
+    /// How long one drain write may take before it counts as failed. Default 30 s.
+    pub put_timeout: Duration,
+    /// Delay between retries of a failing entry. Default: 1 s base, 64 s cap, full
+    /// jitter (the Node.js Cloud Storage client's delays, without its retry limit).
+    pub backoff: BackoffConfig,
+    /// Seed for the workers' jitter. `None` (the default) seeds from the operating
+    /// system; a simulation sets it so runs repeat exactly.
+    pub rng_seed: Option<u64>,
+}
+
+impl Default for DrainerConfig {
+    fn default() -> Self {
+        Self {
+            workers: 4,
+            put_timeout: Duration::from_secs(30),
+            backoff: BackoffConfig::default(),
+            rng_seed: None,
+        }
+    }
+}
+
+/// Running drainer workers. Dropping it without [`Drainer::shutdown`] aborts them
+/// mid-entry, which is safe (a claimed entry stays on disk) but not graceful.
+#[derive(Debug)]
+pub struct Drainer {
+    stop: watch::Sender<bool>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl Drainer {
+    /// Starts `config.workers` workers draining `spool` into `remote`.
+    pub fn start(spool: Spool, remote: Remote, config: DrainerConfig) -> Drainer {
+        let (stop, stopped) = watch::channel(false);
+        let seed_rng = match config.rng_seed {
+            Some(seed) => ChaCha8Rng::seed_from_u64(seed),
+            None => ChaCha8Rng::from_os_rng(),
+        };
+        let workers = (0..config.workers.max(1))
+            .map(|i| {
+                let mut rng = seed_rng.clone();
+                rng.set_stream(i as u64);
+                let worker = Worker {
+                    spool: spool.clone(),
+                    remote: remote.clone(),
+                    config,
+                    rng,
+                    stopped: stopped.clone(),
+                };
+                tokio::spawn(worker.run())
+            })
+            .collect();
+        Drainer { stop, workers }
+    }
+
+    /// Stops the workers between entries and waits for them.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        for worker in std::mem::take(&mut self.workers) {
+            let _ = worker.await;
+        }
+    }
+}
+
+impl Drop for Drainer {
+    fn drop(&mut self) {
+        for worker in &self.workers {
+            worker.abort();
+        }
+    }
+}
+
+/// What to do with a claimed entry after one attempt.
+enum Step {
+    Done(DrainOutcome),
+    Retry(StoreError),
+    DeadLetter(String),
+}
+
+struct Worker {
+    spool: Spool,
+    remote: Remote,
+    config: DrainerConfig,
+    rng: ChaCha8Rng,
+    stopped: watch::Receiver<bool>,
+}
+
+impl Worker {
+    async fn run(mut self) {
+        let mut backoff = Backoff::new(self.config.backoff);
+        loop {
+            let claim = tokio::select! {
+                biased;
+                _ = self.stopped.wait_for(|s| *s) => return,
+                claim = self.spool.claim_next() => claim,
+            };
+            if !self.drain(claim, &mut backoff).await {
+                return;
+            }
+        }
+    }
+
+    /// Works on one entry until it is settled. Returns false when asked to stop.
+    async fn drain(&mut self, claim: Claim, backoff: &mut Backoff) -> bool {
+        let (header, payload) = match self.spool.read(&claim).await {
+            Ok(entry) => entry,
+            Err(e @ (ReadError::Corrupt(_) | ReadError::SeqMismatch { .. })) => {
+                if let Err(io) = self.spool.quarantine(claim, &e.to_string()).await {
+                    tracing::error!(error = %io, "cannot quarantine a corrupt entry");
+                }
+                return true;
+            }
+            Err(e @ ReadError::Io { .. }) => {
+                // Leave it claimed-then-released and try again after a pause.
+                tracing::error!(error = %e, "cannot read spool entry");
+                drop(claim);
+                let delay = backoff.next_delay(&mut self.rng);
+                return self.pause(delay).await;
+            }
+        };
+        #[cfg(feature = "mutations")]
+        let claim = if self
+            .spool
+            .mutation_is(crate::store::Mutation::RemoveBeforeUpload)
+        {
+            let _ = self.spool.remove(claim).await;
+            let _ = self.attempt(&header.name, &payload).await;
+            return true;
+        } else {
+            claim
+        };
+        loop {
+            match self.attempt(&header.name, &payload).await {
+                Step::Done(how) => {
+                    backoff.reset();
+                    self.spool.metrics().drained(how);
+                    if let Err(e) = self.spool.remove(claim).await {
+                        tracing::error!(error = %e, seq = header.seq, "cannot remove a drained entry");
+                    }
+                    return true;
+                }
+                Step::Retry(e) => {
+                    self.spool.metrics().drain_retries.inc();
+                    let delay = backoff.next_delay(&mut self.rng);
+                    tracing::debug!(error = %e, ?delay, name = %header.name, "drain write failed; will retry");
+                    if !self.pause(delay).await {
+                        return false;
+                    }
+                }
+                Step::DeadLetter(error) => {
+                    if let Err(e) = self.spool.dead_letter(claim, &error).await {
+                        tracing::error!(error = %e, seq = header.seq, "cannot dead-letter an entry");
+                    }
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// Sleeps for `delay` unless asked to stop first. Returns false when asked to stop.
+    async fn pause(&mut self, delay: Duration) -> bool {
+        tokio::select! {
+            biased;
+            _ = self.stopped.wait_for(|s| *s) => false,
+            _ = tokio::time::sleep(delay) => true,
+        }
+    }
+
+    async fn attempt(&self, name: &str, payload: &bytes::Bytes) -> Step {
+        let metrics = self.spool.metrics();
+        let timeout = self.config.put_timeout;
+        let started = Instant::now();
+        let result = self
+            .remote
+            .put_if_absent(name, payload.clone(), timeout)
+            .await;
+        metrics
+            .drain_write_seconds
+            .observe(started.elapsed().as_secs_f64());
+        let error = match result {
+            Ok(()) => return Step::Done(DrainOutcome::Uploaded),
+            Err(e) => e,
+        };
+        metrics.store_error(WritePath::Drain, error.kind_label());
+        if !matches!(error, StoreError::AlreadyExists { .. }) {
+            return if error.is_retryable() {
+                Step::Retry(error)
+            } else {
+                Step::DeadLetter(error.to_string())
+            };
+        }
+        match self.remote.check_existing(name, payload, timeout).await {
+            Ok(Existing::Matches) => Step::Done(DrainOutcome::AlreadyPresent),
+            // Deleted since the 412: the next create will succeed.
+            Ok(Existing::Missing) => Step::Retry(error),
+            Ok(Existing::Differs(detail)) => {
+                let conflict = StoreError::Conflict { detail };
+                metrics.store_error(WritePath::Drain, conflict.kind_label());
+                Step::DeadLetter(conflict.to_string())
+            }
+            Err(e) if e.is_retryable() => Step::Retry(e),
+            Err(e) => Step::DeadLetter(format!("object exists but cannot be checked: {e}")),
+        }
+    }
+}

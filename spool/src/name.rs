@@ -1,0 +1,103 @@
+//! Object names the spool accepts: Cloud Storage's rules, checked before a byte is
+//! written, so that an entry can never be spooled under a name the store will refuse.
+//!
+//! The rules (<https://cloud.google.com/storage/docs/objects#naming>): 1 to 1024 bytes
+//! of UTF-8; no carriage return or line feed; not `.` or `..`; not starting with
+//! `.well-known/acme-challenge/`. The name is stored inside the entry, never used as a
+//! file name, so no other character needs escaping.
+
+/// The longest object name Cloud Storage accepts, in bytes of UTF-8.
+pub const MAX_NAME_BYTES: usize = 1024;
+
+/// Why an object name was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidName {
+    /// The name is empty.
+    #[error("object name is empty")]
+    Empty,
+    /// The name is longer than [`MAX_NAME_BYTES`].
+    #[error("object name is {len} bytes of UTF-8; Cloud Storage allows at most {MAX_NAME_BYTES}")]
+    TooLong {
+        /// The name's length in bytes.
+        len: usize,
+    },
+    /// The name contains a carriage return or a line feed.
+    #[error("object name {name:?} contains a carriage return or line feed")]
+    LineBreak {
+        /// The refused name.
+        name: String,
+    },
+    /// The name is `.` or `..`, or starts with the ACME challenge prefix.
+    #[error("object name {name:?} is reserved by Cloud Storage")]
+    Reserved {
+        /// The refused name.
+        name: String,
+    },
+    /// The object store client cannot express this name exactly (for `object_store`:
+    /// empty segments, leading or trailing `/`, control characters, `.`/`..` segments).
+    #[error("object name {name:?} cannot be written through this object store client: {reason}")]
+    Unrepresentable {
+        /// The refused name.
+        name: String,
+        /// What the client objected to.
+        reason: String,
+    },
+}
+
+/// Checks `name` against Cloud Storage's naming rules.
+///
+/// ```
+/// use spool::name::{check, InvalidName};
+/// assert!(check("logs/2026-10-08/a.json").is_ok());
+/// assert_eq!(check(""), Err(InvalidName::Empty));
+/// assert!(matches!(check("a\nb"), Err(InvalidName::LineBreak { .. })));
+/// ```
+pub fn check(name: &str) -> Result<(), InvalidName> {
+    if name.is_empty() {
+        return Err(InvalidName::Empty);
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err(InvalidName::TooLong { len: name.len() });
+    }
+    if name.contains(['\r', '\n']) {
+        return Err(InvalidName::LineBreak { name: name.into() });
+    }
+    if name == "." || name == ".." || name.starts_with(".well-known/acme-challenge/") {
+        return Err(InvalidName::Reserved { name: name.into() });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_ordinary_names_up_to_the_limit() {
+        assert_eq!(check("a"), Ok(()));
+        assert_eq!(check("dir/sub dir/ünï.bin"), Ok(()));
+        assert_eq!(check(&"x".repeat(MAX_NAME_BYTES)), Ok(()));
+    }
+
+    #[test]
+    fn refuses_what_cloud_storage_refuses() {
+        assert_eq!(check(""), Err(InvalidName::Empty));
+        assert_eq!(
+            check(&"x".repeat(MAX_NAME_BYTES + 1)),
+            Err(InvalidName::TooLong { len: 1025 })
+        );
+        // Multi-byte characters count in bytes, not characters.
+        assert_eq!(
+            check(&"é".repeat(513)),
+            Err(InvalidName::TooLong { len: 1026 })
+        );
+        assert!(matches!(check("a\rb"), Err(InvalidName::LineBreak { .. })));
+        assert!(matches!(check("."), Err(InvalidName::Reserved { .. })));
+        assert!(matches!(check(".."), Err(InvalidName::Reserved { .. })));
+        assert!(matches!(
+            check(".well-known/acme-challenge/x"),
+            Err(InvalidName::Reserved { .. })
+        ));
+    }
+}
