@@ -240,3 +240,201 @@ impl Worker {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::atomic::Ordering;
+
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::backoff::Jitter;
+    use crate::disk::Disk;
+    use crate::metrics::DrainOutcome as D;
+    use crate::store::{SpoolConfig, entry_file_name};
+    use crate::testing::{FlakyStore, Mode, mem_spool};
+
+    fn config(workers: usize) -> DrainerConfig {
+        DrainerConfig {
+            workers,
+            put_timeout: Duration::from_secs(5),
+            backoff: BackoffConfig {
+                base: Duration::from_secs(1),
+                cap: Duration::from_secs(4),
+                jitter: Jitter::None,
+            },
+            rng_seed: Some(7),
+        }
+    }
+
+    async fn fill(spool: &Spool, names: &[&str]) {
+        for name in names {
+            spool
+                .put(name, Bytes::from(format!("bytes of {name}")))
+                .await
+                .unwrap();
+        }
+    }
+
+    async fn until_empty(spool: &Spool) {
+        while spool.stats().files > 0 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_backlog_drains_once_the_store_recovers() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        let names: Vec<String> = (0..20).map(|i| format!("o/{i:02}")).collect();
+        fill(
+            &spool,
+            &names.iter().map(String::as_str).collect::<Vec<_>>(),
+        )
+        .await;
+        let store = FlakyStore::new(Mode::Down);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(4));
+
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert_eq!(spool.stats().files, 20, "drained while the store was down");
+        assert!(spool.metrics().drain_retries_total() > 4);
+
+        store.set_mode(Mode::Healthy);
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        let contents = store.contents().await;
+        assert_eq!(contents.len(), 20);
+        for (name, bytes) in contents {
+            assert_eq!(bytes, Bytes::from(format!("bytes of {name}")));
+        }
+        assert_eq!(spool.metrics().drained_total(D::Uploaded), 20);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_back_off_exponentially_up_to_the_cap() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        fill(&spool, &["a"]).await;
+        let store = FlakyStore::new(Mode::Down);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(1));
+        // No jitter, base 1 s, cap 4 s: attempts at 0, 1, 3, 7, 11, 15 s.
+        tokio::time::sleep(Duration::from_millis(15_500)).await;
+        assert_eq!(store.put_attempts.load(Ordering::SeqCst), 6);
+        drainer.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_412_on_retry_removes_the_entry_without_writing_twice() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        // The write lands but the caller sees a failure (commit-then-fail), so the
+        // uploader spools an object the store already has.
+        let store = FlakyStore::new(Mode::CommitThenFail);
+        let uploader = crate::Uploader::new(
+            spool.clone(),
+            Remote::new(store.clone()),
+            crate::UploaderConfig::default(),
+        );
+        let outcome = uploader
+            .upload("a", Bytes::from("bytes of a"))
+            .await
+            .unwrap();
+        assert!(matches!(outcome, crate::Outcome::Spooled { .. }));
+        store.set_mode(Mode::Healthy);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(1));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        assert_eq!(spool.metrics().drained_total(D::AlreadyPresent), 1);
+        assert_eq!(store.contents().await.len(), 1);
+        assert_eq!(spool.stats().dead_letter_files, 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_existing_object_with_other_contents_is_a_conflict_not_a_success() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        let store = FlakyStore::new(Mode::Healthy);
+        use object_store::ObjectStoreExt;
+        store
+            .inner
+            .put(&"a".into(), Bytes::from("someone else").into())
+            .await
+            .unwrap();
+        fill(&spool, &["a"]).await;
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(1));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        assert_eq!(spool.metrics().dead_lettered_total(), 1);
+        assert_eq!(spool.metrics().drained_total(D::AlreadyPresent), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_poison_entry_is_dead_lettered_and_draining_goes_on() {
+        let (spool, disk) = mem_spool(SpoolConfig::default()).await;
+        fill(&spool, &["ok/1", "poison/1", "ok/2"]).await;
+        let store = FlakyStore::new(Mode::Healthy);
+        store.poison("poison/");
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(1));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        let names: Vec<String> = store.contents().await.into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["ok/1", "ok/2"]);
+        assert_eq!(spool.metrics().dead_lettered_total(), 1);
+        let error_file =
+            Path::new("/spool/dead-letter").join(format!("{}.error", entry_file_name(2)));
+        let error = String::from_utf8(disk.read(&error_file).await.unwrap()).unwrap();
+        assert!(error.contains("refused"), "{error}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_entry_corrupted_after_open_is_quarantined_and_draining_goes_on() {
+        let (spool, disk) = mem_spool(SpoolConfig::default()).await;
+        fill(&spool, &["a", "b"]).await;
+        disk.corrupt(
+            &Path::new("/spool/entries").join(entry_file_name(1)),
+            |bytes| {
+                *bytes.last_mut().unwrap() ^= 1;
+            },
+        );
+        let store = FlakyStore::new(Mode::Healthy);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(2));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        assert_eq!(store.contents().await.len(), 1);
+        assert_eq!(spool.stats().quarantined_files, 1);
+        assert_eq!(spool.metrics().quarantined_total(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_stops_between_entries_and_leaves_the_rest_on_disk() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        fill(&spool, &["a", "b"]).await;
+        let store = FlakyStore::new(Mode::Down);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(2));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let started = tokio::time::Instant::now();
+        drainer.shutdown().await;
+        // A backoff sleep is cut short: shutdown does not wait out the delay.
+        assert!(started.elapsed() < Duration::from_millis(10));
+        let stats = spool.stats();
+        assert_eq!((stats.files, stats.claimed), (2, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_same_seed_gives_the_same_retry_schedule() {
+        async fn attempts_by_second(seed: u64) -> Vec<u64> {
+            let (spool, _) = mem_spool(SpoolConfig::default()).await;
+            fill(&spool, &["a", "b", "c"]).await;
+            let store = FlakyStore::new(Mode::Down);
+            let mut cfg = config(3);
+            cfg.backoff.jitter = Jitter::Full;
+            cfg.rng_seed = Some(seed);
+            let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), cfg);
+            let mut seen = Vec::new();
+            for _ in 0..20 {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                seen.push(store.put_attempts.load(Ordering::SeqCst));
+            }
+            drainer.shutdown().await;
+            seen
+        }
+        assert_eq!(attempts_by_second(1).await, attempts_by_second(1).await);
+    }
+}

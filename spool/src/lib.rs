@@ -50,6 +50,9 @@ pub mod remote;
 pub mod store;
 pub mod uploader;
 
+#[cfg(test)]
+mod testing;
+
 pub use backoff::{BackoffConfig, Jitter};
 pub use clock::{Clock, SystemClock};
 pub use disk::{Disk, StdDisk};

@@ -153,3 +153,146 @@ impl Uploader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::error::FullReason;
+    use crate::metrics::UploadOutcome as O;
+    use crate::name::InvalidName;
+    use crate::store::SpoolConfig;
+    use crate::testing::{FlakyStore, Mode, mem_spool};
+
+    async fn setup(mode: Mode, config: UploaderConfig) -> (Uploader, Spool, Arc<FlakyStore>) {
+        let (spool, _) = mem_spool(SpoolConfig {
+            max_files: 2,
+            ..SpoolConfig::default()
+        })
+        .await;
+        let store = FlakyStore::new(mode);
+        let uploader = Uploader::new(spool.clone(), Remote::new(store.clone()), config);
+        (uploader, spool, store)
+    }
+
+    fn counts(spool: &Spool) -> [u64; 4] {
+        [O::Stored, O::Spooled, O::Rejected, O::Failed].map(|o| spool.metrics().uploads_total(o))
+    }
+
+    #[tokio::test]
+    async fn a_healthy_store_gets_the_object_directly() {
+        let (up, spool, store) = setup(Mode::Healthy, UploaderConfig::default()).await;
+        assert_eq!(
+            up.upload("a", Bytes::from_static(b"1")).await.unwrap(),
+            Outcome::Stored
+        );
+        assert_eq!(
+            store.contents().await,
+            [("a".to_string(), Bytes::from_static(b"1"))]
+        );
+        assert!(spool.is_empty());
+        assert_eq!(counts(&spool), [1, 0, 0, 0]);
+    }
+
+    #[tokio::test]
+    async fn a_retryable_failure_spools_the_object() {
+        let (up, spool, store) = setup(Mode::Down, UploaderConfig::default()).await;
+        let outcome = up.upload("a", Bytes::from_static(b"1")).await.unwrap();
+        assert_eq!(outcome, Outcome::Spooled { seq: 1 });
+        assert_eq!(spool.stats().files, 1);
+        assert!(store.contents().await.is_empty());
+        assert_eq!(counts(&spool), [0, 1, 0, 0]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_store_that_hangs_is_given_up_on_after_the_timeout_and_the_object_spooled() {
+        let (up, spool, _) = setup(Mode::Hang, UploaderConfig::default()).await;
+        let started = tokio::time::Instant::now();
+        let outcome = up.upload("a", Bytes::from_static(b"1")).await.unwrap();
+        assert!(matches!(outcome, Outcome::Spooled { .. }));
+        assert_eq!(started.elapsed(), UploaderConfig::default().put_timeout);
+        assert_eq!(spool.stats().files, 1);
+    }
+
+    #[tokio::test]
+    async fn a_permanent_refusal_is_returned_and_not_spooled() {
+        let (up, spool, _) = setup(Mode::Forbidden, UploaderConfig::default()).await;
+        let err = up.upload("a", Bytes::from_static(b"1")).await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                UploadError::Refused(StoreError::Refused {
+                    status: Some(403),
+                    ..
+                })
+            ),
+            "{err}"
+        );
+        assert!(!err.is_transient());
+        assert!(spool.is_empty());
+        assert_eq!(counts(&spool), [0, 0, 0, 1]);
+    }
+
+    #[tokio::test]
+    async fn a_full_spool_is_reported_to_the_caller_as_backpressure() {
+        let (up, spool, _) = setup(Mode::Down, UploaderConfig::default()).await;
+        for i in 0..2 {
+            up.upload(&format!("o/{i}"), Bytes::from_static(b"1"))
+                .await
+                .unwrap();
+        }
+        let err = up
+            .upload("o/2", Bytes::from_static(b"1"))
+            .await
+            .unwrap_err();
+        match &err {
+            UploadError::SpoolFull {
+                store_error: Some(e),
+                reason: FullReason::Files { max_files: 2 },
+            } => assert!(e.is_retryable()),
+            other => panic!("expected SpoolFull, got {other}"),
+        }
+        assert!(err.is_transient());
+        assert_eq!(counts(&spool), [0, 2, 1, 0]);
+    }
+
+    #[tokio::test]
+    async fn ordered_mode_sends_new_objects_through_a_non_empty_spool() {
+        let config = UploaderConfig {
+            ordered: true,
+            ..UploaderConfig::default()
+        };
+        let (up, spool, store) = setup(Mode::Down, config).await;
+        assert!(spool.is_empty());
+        up.upload("first", Bytes::from_static(b"1")).await.unwrap();
+        store.set_mode(Mode::Healthy);
+        let attempts = store.put_attempts.load(Ordering::SeqCst);
+        let outcome = up.upload("second", Bytes::from_static(b"2")).await.unwrap();
+        assert_eq!(outcome, Outcome::Spooled { seq: 2 });
+        assert_eq!(
+            store.put_attempts.load(Ordering::SeqCst),
+            attempts,
+            "store was tried"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_name_the_client_cannot_express_is_refused_before_sending() {
+        let (up, spool, store) = setup(Mode::Healthy, UploaderConfig::default()).await;
+        let err = up
+            .upload("a//b", Bytes::from_static(b"1"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                UploadError::InvalidName(InvalidName::Unrepresentable { .. })
+            ),
+            "{err}"
+        );
+        assert_eq!(store.put_attempts.load(Ordering::SeqCst), 0);
+        assert_eq!(counts(&spool), [0, 0, 0, 1]);
+    }
+}
