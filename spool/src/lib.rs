@@ -38,12 +38,14 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod alerts;
 pub mod backoff;
 pub mod clock;
 pub mod disk;
 pub mod drainer;
 pub mod entry;
 pub mod error;
+pub mod inspect;
 pub mod metrics;
 pub mod name;
 pub mod remote;

@@ -395,3 +395,53 @@ fn respond<B>(req: &hyper::Request<B>, registry: &Registry) -> hyper::Response<F
     };
     response.expect("static response parts are valid")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Spool, SpoolConfig};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn get(addr: SocketAddr, path: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET {path} HTTP/1.1\r\nHost: spool\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        response
+    }
+
+    #[tokio::test]
+    async fn the_endpoint_serves_gauges_counters_and_histograms() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::open(dir.path(), SpoolConfig::default())
+            .await
+            .unwrap();
+        spool.put("a", Bytes::from_static(b"12345")).await.unwrap();
+        spool.metrics().upload(UploadOutcome::Spooled);
+        spool.metrics().store_error(WritePath::Direct, "503".into());
+        let mut registry = Registry::default();
+        spool.register_metrics(&mut registry);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve(listener, Arc::new(registry)));
+
+        let response = get(addr, "/metrics").await;
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        assert!(response.contains(CONTENT_TYPE), "{response}");
+        for line in [
+            "spool_files 1",
+            &format!("spool_bytes {}", crate::entry::file_bytes(1, 5)),
+            "spool_max_files 100000",
+            "spool_broken 0",
+            "uploads_total{outcome=\"spooled\"} 1",
+            "store_errors_total{path=\"direct\",kind=\"503\"} 1",
+            "# TYPE upload_direct_seconds histogram",
+            "# TYPE spool_oldest_age_seconds gauge",
+        ] {
+            assert!(response.contains(line), "missing {line:?} in\n{response}");
+        }
+        assert!(get(addr, "/other").await.starts_with("HTTP/1.1 404"));
+        server.abort();
+    }
+}

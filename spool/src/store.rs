@@ -533,17 +533,16 @@ impl Spool {
         let skip_sync = self.mutation_is(Mutation::AckBeforeDirSync);
         #[cfg(not(feature = "mutations"))]
         let skip_sync = false;
-        if !skip_sync {
-            if let Err(e) = inner
+        if !skip_sync
+            && let Err(e) = inner
                 .dir_sync
                 .wait_durable(&*inner.disk, &inner.entries_dir, ticket)
                 .await
-            {
-                return Err(self.break_spool(format!(
-                    "syncing directory {}: {e}",
-                    inner.entries_dir.display()
-                )));
-            }
+        {
+            return Err(self.break_spool(format!(
+                "syncing directory {}: {e}",
+                inner.entries_dir.display()
+            )));
         }
 
         let mut state = self.state();

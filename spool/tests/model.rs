@@ -1,0 +1,284 @@
+//! Model-based test: random put / drain / release / dead-letter / corrupt / reopen
+//! sequences run against a real spool in a temp directory and against a tiny
+//! in-memory model; after every step they must agree on the entries, their order,
+//! their bytes and the counts.
+//!
+//! `PROPTEST_CASES=5000 cargo test -p spool --test model` runs more cases.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use bytes::Bytes;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, FileFailurePersistence};
+use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
+use spool::entry;
+use spool::store::{ENTRIES_DIR, entry_file_name};
+use spool::{FullReason, PutError, Spool, SpoolConfig};
+
+const MAX_FILES: u64 = 6;
+const MAX_BYTES: u64 = 9_000;
+
+#[derive(Debug, Clone)]
+enum Action {
+    Put {
+        name: u8,
+        len: usize,
+    },
+    /// Claim the oldest entry and remove it, as after a successful upload.
+    DrainOldest,
+    /// Claim the oldest entry, read it, and let the claim go.
+    ReadAndRelease,
+    DeadLetterOldest,
+    /// Flip a byte in the oldest entry's file, then reopen: it must be quarantined.
+    CorruptOldestAndReopen,
+    Reopen,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Model {
+    /// seq -> (name, payload length)
+    entries: BTreeMap<u64, (String, usize)>,
+    next_seq: u64,
+    /// Highest sequence number moved to dead-letter/ or quarantine/.
+    set_aside_max: u64,
+    dead_letters: u64,
+    quarantined: u64,
+    /// What the last put must have answered: its sequence number, or why it was full.
+    last_put: Option<Result<u64, FullReason>>,
+}
+
+fn name(n: u8) -> String {
+    format!("obj/{n}")
+}
+
+fn payload(name: &str, len: usize) -> Bytes {
+    name.bytes().cycle().take(len).collect::<Vec<u8>>().into()
+}
+
+impl Model {
+    fn bytes(&self) -> u64 {
+        self.entries
+            .values()
+            .map(|(n, len)| entry::file_bytes(n.len(), *len as u64))
+            .sum()
+    }
+
+    /// What a put of this size must answer, given the state before it.
+    fn put_verdict(&self, name: &str, len: usize) -> Result<(), FullReason> {
+        let size = entry::file_bytes(name.len(), len as u64);
+        if self.entries.len() as u64 >= MAX_FILES {
+            return Err(FullReason::Files {
+                max_files: MAX_FILES,
+            });
+        }
+        if self.bytes() + size > MAX_BYTES {
+            return Err(FullReason::Bytes {
+                max_bytes: MAX_BYTES,
+            });
+        }
+        Ok(())
+    }
+
+    fn reopened(mut self) -> Self {
+        let max = self.entries.keys().next_back().copied().unwrap_or(0);
+        self.next_seq = max.max(self.set_aside_max) + 1;
+        self
+    }
+}
+
+struct Reference;
+
+impl ReferenceStateMachine for Reference {
+    type State = Model;
+    type Transition = Action;
+
+    fn init_state() -> BoxedStrategy<Model> {
+        Just(Model {
+            next_seq: 1,
+            ..Model::default()
+        })
+        .boxed()
+    }
+
+    fn transitions(_: &Model) -> BoxedStrategy<Action> {
+        prop_oneof![
+            6 => (0u8..8, 0usize..2500).prop_map(|(name, len)| Action::Put { name, len }),
+            3 => Just(Action::DrainOldest),
+            1 => Just(Action::ReadAndRelease),
+            1 => Just(Action::DeadLetterOldest),
+            1 => Just(Action::CorruptOldestAndReopen),
+            1 => Just(Action::Reopen),
+        ]
+        .boxed()
+    }
+
+    fn apply(mut state: Model, action: &Action) -> Model {
+        match action {
+            Action::Put { name: n, len } => {
+                let name = name(*n);
+                let verdict = state.put_verdict(&name, *len).map(|()| state.next_seq);
+                if let Ok(seq) = verdict {
+                    state.entries.insert(seq, (name, *len));
+                    state.next_seq += 1;
+                }
+                state.last_put = Some(verdict);
+            }
+            Action::DrainOldest => {
+                state.entries.pop_first();
+            }
+            Action::ReadAndRelease => {}
+            Action::DeadLetterOldest => {
+                if let Some((seq, _)) = state.entries.pop_first() {
+                    state.set_aside_max = state.set_aside_max.max(seq);
+                    state.dead_letters += 1;
+                }
+            }
+            Action::CorruptOldestAndReopen => {
+                if let Some((seq, _)) = state.entries.pop_first() {
+                    state.set_aside_max = state.set_aside_max.max(seq);
+                    state.quarantined += 1;
+                }
+                state = state.reopened();
+            }
+            Action::Reopen => state = state.reopened(),
+        }
+        state
+    }
+}
+
+struct System {
+    rt: tokio::runtime::Runtime,
+    dir: tempfile::TempDir,
+    spool: Option<Spool>,
+}
+
+impl System {
+    fn spool(&self) -> &Spool {
+        self.spool.as_ref().unwrap()
+    }
+
+    fn reopen(&mut self) {
+        self.spool = None;
+        let config = SpoolConfig {
+            max_files: MAX_FILES,
+            max_bytes: MAX_BYTES,
+            remove_sync_batch: 2,
+        };
+        let spool = self
+            .rt
+            .block_on(Spool::open(self.dir.path(), config))
+            .unwrap();
+        self.spool = Some(spool);
+    }
+}
+
+struct SpoolTest;
+
+impl StateMachineTest for SpoolTest {
+    type SystemUnderTest = System;
+    type Reference = Reference;
+
+    fn init_test(_: &Model) -> System {
+        let mut system = System {
+            rt: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+            dir: tempfile::tempdir().unwrap(),
+            spool: None,
+        };
+        system.reopen();
+        system
+    }
+
+    fn apply(mut sys: System, after: &Model, action: Action) -> System {
+        let spool = sys.spool().clone();
+        match action {
+            Action::Put { name: n, len } => {
+                let name = name(n);
+                let result = sys.rt.block_on(spool.put(&name, payload(&name, len)));
+                let answered = match result {
+                    Ok(receipt) => Ok(receipt.seq),
+                    Err(PutError::Full(reason)) => Err(reason),
+                    Err(e) => panic!("unexpected put error: {e}"),
+                };
+                assert_eq!(Some(answered), after.last_put);
+            }
+            Action::DrainOldest => {
+                if let Some(claim) = spool.claim_oldest() {
+                    sys.rt.block_on(spool.remove(claim)).unwrap();
+                }
+            }
+            Action::ReadAndRelease => {
+                if let Some(claim) = spool.claim_oldest() {
+                    let (header, bytes) = sys.rt.block_on(spool.read(&claim)).unwrap();
+                    let (name, len) = &after.entries[&claim.seq()];
+                    assert_eq!(&header.name, name);
+                    assert_eq!(bytes, payload(name, *len));
+                }
+            }
+            Action::DeadLetterOldest => {
+                if let Some(claim) = spool.claim_oldest() {
+                    sys.rt
+                        .block_on(spool.dead_letter(claim, "refused"))
+                        .unwrap();
+                }
+            }
+            Action::CorruptOldestAndReopen => {
+                if let Some(claim) = spool.claim_oldest() {
+                    let file = sys
+                        .dir
+                        .path()
+                        .join(ENTRIES_DIR)
+                        .join(entry_file_name(claim.seq()));
+                    drop(claim);
+                    flip_last_byte(&file);
+                }
+                drop(spool);
+                sys.reopen();
+            }
+            Action::Reopen => {
+                drop(spool);
+                sys.reopen();
+            }
+        }
+        sys
+    }
+
+    fn check_invariants(sys: &System, model: &Model) {
+        let stats = sys.spool().stats();
+        assert_eq!(stats.files, model.entries.len() as u64, "files");
+        assert_eq!(stats.bytes, model.bytes(), "bytes");
+        assert_eq!(stats.claimed, 0, "claims leaked");
+        assert_eq!(stats.dead_letter_files, model.dead_letters, "dead letters");
+        assert_eq!(stats.quarantined_files, model.quarantined, "quarantined");
+        let oldest = sys.spool().claim_oldest().map(|c| c.seq());
+        assert_eq!(oldest, model.entries.keys().next().copied(), "oldest");
+    }
+}
+
+fn flip_last_byte(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    *bytes.last_mut().unwrap() ^= 0x01;
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn config() -> Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok());
+    Config {
+        cases: cases.unwrap_or(48),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "tests/proptest-regressions/model.txt",
+        ))),
+        ..Config::default()
+    }
+}
+
+prop_state_machine! {
+    #![proptest_config(config())]
+    #[test]
+    fn the_spool_agrees_with_a_tiny_model(sequential 1..40 => SpoolTest);
+}
