@@ -37,6 +37,7 @@
 //! # Ok(()) }
 //! ```
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod alerts;
 pub mod backoff;

@@ -1,0 +1,68 @@
+//! Opening a spool: 10k, 100k (and 1M with `SPOOL_BENCH_LARGE=1`) entries of 1 KiB,
+//! beside a bare directory listing with one metadata read per entry. Open reads and
+//! verifies every entry, so it is one pass over the directory plus one read per file.
+//! Before measuring, prints the heap the index keeps per entry.
+#![allow(clippy::disallowed_methods)] // benches measure real time
+
+use std::path::Path;
+use std::time::Duration;
+
+use benches::{CountingAlloc, large, prepared_spool};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use spool::store::ENTRIES_DIR;
+use spool::{Spool, SpoolConfig};
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+fn sizes() -> Vec<u64> {
+    let mut sizes = vec![10_000, 100_000];
+    if large() {
+        sizes.push(1_000_000);
+    }
+    sizes
+}
+
+fn config(n: u64) -> SpoolConfig {
+    SpoolConfig {
+        max_files: n * 2,
+        max_bytes: u64::MAX / 2,
+        ..SpoolConfig::default()
+    }
+}
+
+fn open(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut group = c.benchmark_group("open");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    for n in sizes() {
+        let dir = prepared_spool("open", n, 1024);
+        let before = CountingAlloc::live_bytes();
+        let spool = rt.block_on(Spool::open(&dir, config(n))).unwrap();
+        let per_entry = (CountingAlloc::live_bytes() - before) as f64 / n as f64;
+        eprintln!("open/{n}: index keeps {per_entry:.1} heap bytes per entry");
+        drop(spool);
+
+        group.throughput(Throughput::Elements(n));
+        group.bench_with_input(BenchmarkId::new("spool", n), &n, |b, &n| {
+            b.iter(|| drop(rt.block_on(Spool::open(&dir, config(n))).unwrap()))
+        });
+        group.bench_with_input(BenchmarkId::new("list+stat", n), &n, |b, _| {
+            b.iter(|| list_and_stat(&dir.join(ENTRIES_DIR)))
+        });
+    }
+    group.finish();
+}
+
+/// The floor for any open that looks at every entry: list, and one metadata read each.
+fn list_and_stat(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum()
+}
+
+criterion_group!(benches, open);
+criterion_main!(benches);
