@@ -1,1 +1,7 @@
-//! Deterministic outage bench for the spool.
+//! Deterministic outage bench for the spool: a Cloud Storage fake that fails on a
+//! seeded schedule ([`gcs`]) and an `object_store` HTTP connector over turmoil TCP
+//! ([`connector`]).
+#![warn(missing_docs)]
+
+pub mod connector;
+pub mod gcs;

@@ -1,0 +1,271 @@
+//! `object_store` HTTP transport over turmoil's simulated TCP, and helpers that build
+//! the GCS store the spool writes through, inside turmoil or against a real port.
+//!
+//! [`TurmoilConnector`] is an [`HttpConnector`]: HTTP/1.1 with
+//! `hyper::client::conn::http1` on [`turmoil::net::TcpStream`], a keep-alive pool of
+//! at most [`TurmoilConnector::max_idle`] idle connections (default 8), and no
+//! timeout of its own: the caller's timeout (the spool's `Remote::put_if_absent`)
+//! bounds a request, and dropping the request future drops its connection.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use http::header::HOST;
+use http::{HeaderValue, Uri};
+use http_body_util::BodyExt;
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper_util::rt::TokioIo;
+use object_store::client::{
+    HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpRequestBody,
+    HttpResponse, HttpResponseBody, HttpService,
+};
+use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder};
+use object_store::{ClientOptions, ObjectStore, StaticCredentialProvider};
+
+/// Builds [`TurmoilHttp`] clients for `object_store`.
+#[derive(Debug, Clone, Copy)]
+pub struct TurmoilConnector {
+    /// Idle keep-alive connections kept per client; the oldest is closed first.
+    /// Default 8; 0 disables reuse.
+    pub max_idle: usize,
+}
+
+impl Default for TurmoilConnector {
+    fn default() -> Self {
+        Self { max_idle: 8 }
+    }
+}
+
+impl HttpConnector for TurmoilConnector {
+    fn connect(&self, _options: &ClientOptions) -> object_store::Result<HttpClient> {
+        Ok(HttpClient::new(TurmoilHttp::new(self.max_idle)))
+    }
+}
+
+/// An HTTP/1.1 client over turmoil TCP, usable directly (it is an
+/// [`HttpService`]) to send raw requests inside a simulation.
+#[derive(Debug, Clone)]
+pub struct TurmoilHttp {
+    pool: Arc<Mutex<Pool>>,
+}
+
+#[derive(Debug)]
+struct Pool {
+    idle: VecDeque<(String, SendRequest<HttpRequestBody>)>,
+    max_idle: usize,
+}
+
+impl TurmoilHttp {
+    /// A client keeping at most `max_idle` idle connections.
+    pub fn new(max_idle: usize) -> Self {
+        Self {
+            pool: Arc::new(Mutex::new(Pool {
+                idle: VecDeque::new(),
+                max_idle,
+            })),
+        }
+    }
+
+    fn pool(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An idle connection to `authority` that is ready for a request. Closed ones
+    /// are discarded; busy ones (still reading a response body) are kept.
+    fn checkout(&self, authority: &str) -> Option<SendRequest<HttpRequestBody>> {
+        let mut pool = self.pool();
+        pool.idle.retain(|(_, sender)| !sender.is_closed());
+        let at = pool
+            .idle
+            .iter()
+            .position(|(a, sender)| a == authority && sender.is_ready())?;
+        pool.idle.remove(at).map(|(_, sender)| sender)
+    }
+
+    fn checkin(&self, authority: String, sender: SendRequest<HttpRequestBody>) {
+        let mut pool = self.pool();
+        if pool.max_idle == 0 {
+            return;
+        }
+        while pool.idle.len() >= pool.max_idle {
+            pool.idle.pop_front();
+        }
+        pool.idle.push_back((authority, sender));
+    }
+
+    async fn dial(&self, authority: &str) -> Result<SendRequest<HttpRequestBody>, HttpError> {
+        let (host, port) = split_authority(authority)?;
+        let stream = turmoil::net::TcpStream::connect((host, port))
+            .await
+            .map_err(|e| HttpError::new(HttpErrorKind::Connect, e))?;
+        let (sender, connection) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| HttpError::new(HttpErrorKind::Connect, e))?;
+        let peer = authority.to_string();
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(target: "sim::connector", peer, "connection ended: {e}");
+            }
+        });
+        Ok(sender)
+    }
+}
+
+fn split_authority(authority: &str) -> Result<(&str, u16), HttpError> {
+    let invalid = || {
+        HttpError::new(
+            HttpErrorKind::Connect,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("no host:port in {authority:?}"),
+            ),
+        )
+    };
+    match authority.rsplit_once(':') {
+        Some((host, port)) => Ok((host, port.parse().map_err(|_| invalid())?)),
+        None if !authority.is_empty() => Ok((authority, 80)),
+        None => Err(invalid()),
+    }
+}
+
+/// Maps a hyper client error to the kind `object_store` retries on.
+fn map_hyper_error(e: hyper::Error) -> HttpError {
+    HttpError::new(hyper_error_kind(&e), e)
+}
+
+fn hyper_error_kind(e: &hyper::Error) -> HttpErrorKind {
+    if e.is_timeout() {
+        HttpErrorKind::Timeout
+    } else if e.is_incomplete_message() {
+        // The connection closed before the response was complete.
+        HttpErrorKind::Interrupted
+    } else if e.is_canceled() || e.is_closed() || e.is_body_write_aborted() || e.is_user() {
+        HttpErrorKind::Request
+    } else if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
+        HttpErrorKind::Decode
+    } else {
+        match io_error_kind(e) {
+            Some(
+                std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::ConnectionAborted
+                | std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::UnexpectedEof,
+            ) => HttpErrorKind::Interrupted,
+            _ => HttpErrorKind::Request,
+        }
+    }
+}
+
+fn io_error_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut source = e.source();
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        source = s.source();
+    }
+    None
+}
+
+#[async_trait::async_trait]
+impl HttpService for TurmoilHttp {
+    async fn call(&self, req: HttpRequest) -> Result<HttpResponse, HttpError> {
+        let (mut parts, body) = req.into_parts();
+        let authority = parts
+            .uri
+            .authority()
+            .map(|a| a.as_str().to_string())
+            .ok_or_else(|| {
+                HttpError::new(
+                    HttpErrorKind::Request,
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        format!("request URI {} has no authority", parts.uri),
+                    ),
+                )
+            })?;
+        // HTTP/1.1 origin-form and a Host header: hyper's low-level client sends the
+        // request line as given.
+        let origin: Uri = parts
+            .uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .parse()
+            .map_err(|e| HttpError::new(HttpErrorKind::Request, e))?;
+        parts.uri = origin;
+        let host = HeaderValue::from_str(&authority)
+            .map_err(|e| HttpError::new(HttpErrorKind::Request, e))?;
+        parts.headers.insert(HOST, host);
+
+        let mut sender = match self.checkout(&authority) {
+            Some(sender) => sender,
+            None => self.dial(&authority).await?,
+        };
+        let response = sender
+            .send_request(http::Request::from_parts(parts, body))
+            .await
+            .map_err(map_hyper_error)?;
+        // Back to the pool now; it becomes ready again once this body is read.
+        self.checkin(authority, sender);
+        let (parts, incoming) = response.into_parts();
+        // A body that breaks off is an interrupted response, whatever hyper calls it.
+        let body = incoming.map_err(|e| {
+            let kind = match hyper_error_kind(&e) {
+                HttpErrorKind::Request => HttpErrorKind::Interrupted,
+                kind => kind,
+            };
+            HttpError::new(kind, e)
+        });
+        Ok(HttpResponse::from_parts(parts, HttpResponseBody::new(body)))
+    }
+}
+
+fn empty_bearer() -> Arc<StaticCredentialProvider<GcpCredential>> {
+    Arc::new(StaticCredentialProvider::new(GcpCredential {
+        bearer: String::new(),
+    }))
+}
+
+/// The GCS store the spool writes through, inside turmoil: `base_url` such as
+/// `http://gcs:4443` (a turmoil host name), no credentials, `object_store`'s own
+/// retries off ([`spool::remote::no_client_retries`]), transport
+/// [`TurmoilConnector`].
+pub fn gcs_store(base_url: &str, bucket: &str) -> object_store::Result<Arc<dyn ObjectStore>> {
+    let store = GoogleCloudStorageBuilder::new()
+        .with_bucket_name(bucket)
+        .with_base_url(base_url)
+        .with_credentials(empty_bearer())
+        .with_retry(spool::remote::no_client_retries())
+        .with_http_connector(TurmoilConnector::default())
+        .build()?;
+    Ok(Arc::new(store))
+}
+
+/// The same store against a real port (for example `sim fake-gcs`), through
+/// `object_store`'s own reqwest client over plain HTTP. Its default timeouts (30 s
+/// per request, 5 s to connect) apply.
+pub fn gcs_store_http(base_url: &str, bucket: &str) -> object_store::Result<Arc<dyn ObjectStore>> {
+    // reqwest is built without a bundled TLS provider; plain HTTP never uses it, but
+    // building the client needs one installed. Installing twice is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let store = GoogleCloudStorageBuilder::new()
+        .with_bucket_name(bucket)
+        .with_base_url(base_url)
+        .with_credentials(empty_bearer())
+        .with_retry(spool::remote::no_client_retries())
+        .with_client_options(ClientOptions::new().with_allow_http(true))
+        .build()?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorities_split_into_host_and_port() {
+        assert_eq!(split_authority("gcs:4443").unwrap(), ("gcs", 4443));
+        assert_eq!(split_authority("gcs").unwrap(), ("gcs", 80));
+        assert!(split_authority("gcs:x").is_err());
+    }
+}

@@ -1,0 +1,242 @@
+//! What a bucket holds and the rules for changing it: one live generation per name,
+//! generations that only grow, preconditions checked atomically with the write, and
+//! listing in name order with resumable pages.
+//!
+//! Per object the fake keeps about 100 bytes plus the name (its digests, size,
+//! generation, creation time, content type) and, only when `keep_bytes` is set, the
+//! bytes themselves.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use bytes::Bytes;
+
+use super::wire::{self, Digests};
+
+/// What the fake knows about one stored object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectRecord {
+    /// The object name.
+    pub name: String,
+    /// Its generation (microseconds of wall time at creation, strictly increasing).
+    pub generation: i64,
+    /// Length in bytes.
+    pub size: u64,
+    /// CRC32C of the bytes.
+    pub crc32c: u32,
+    /// MD5 of the bytes.
+    pub md5: [u8; 16],
+    /// Wall time of creation, milliseconds since the Unix epoch.
+    pub created_unix_ms: u64,
+    /// The content type given at upload.
+    pub content_type: String,
+}
+
+impl ObjectRecord {
+    /// crc32c as the JSON API shows it (base64 of the big-endian u32).
+    pub fn crc32c_base64(&self) -> String {
+        wire::crc32c_base64(self.crc32c)
+    }
+
+    /// MD5 as the JSON API shows it (base64).
+    pub fn md5_base64(&self) -> String {
+        wire::md5_base64(&self.md5)
+    }
+
+    /// MD5 as lowercase hex (the XML API's ETag, without quotes).
+    pub fn md5_hex(&self) -> String {
+        wire::md5_hex(&self.md5)
+    }
+
+    /// Whether `bytes` are this object's contents (size, crc32c and MD5 agree).
+    pub fn matches(&self, bytes: &[u8]) -> bool {
+        let d = Digests::of(bytes);
+        self.size == bytes.len() as u64 && self.crc32c == d.crc32c && self.md5 == d.md5
+    }
+}
+
+/// A stored object: the record, and the bytes when the fake keeps them.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredObject {
+    pub(crate) record: ObjectRecord,
+    pub(crate) bytes: Option<Bytes>,
+}
+
+/// Conditions a request puts on the object's current generation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Preconditions {
+    /// `ifGenerationMatch` / `x-goog-if-generation-match`: 0 means "only if absent".
+    pub(crate) if_generation_match: Option<i64>,
+    /// `ifGenerationNotMatch`.
+    pub(crate) if_generation_not_match: Option<i64>,
+}
+
+impl Preconditions {
+    /// Whether the conditions hold for an object whose live generation is `current`.
+    pub(crate) fn hold(&self, current: Option<i64>) -> bool {
+        let live = current.unwrap_or(0);
+        let matches = self.if_generation_match.is_none_or(|g| g == live);
+        let not_matches = self.if_generation_not_match.is_none_or(|g| g != live);
+        matches && not_matches
+    }
+}
+
+/// One bucket.
+#[derive(Debug, Clone)]
+pub(crate) struct Bucket {
+    pub(crate) created_unix_ms: u64,
+    pub(crate) objects: BTreeMap<String, StoredObject>,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ListPage {
+    pub(crate) objects: Vec<ObjectRecord>,
+    pub(crate) prefixes: Vec<String>,
+    /// Where the next page resumes (exclusive), when there is one.
+    pub(crate) resume_after: Option<String>,
+}
+
+/// Sorts after every name that starts with a given prefix (U+10FFFF is the largest
+/// scalar value), so a page can resume after a whole common prefix.
+const AFTER_PREFIX: char = '\u{10FFFF}';
+
+impl Bucket {
+    pub(crate) fn new(created_unix_ms: u64) -> Self {
+        Self {
+            created_unix_ms,
+            objects: BTreeMap::new(),
+        }
+    }
+
+    /// Lists names starting with `prefix`, after `start_after` (exclusive), at most
+    /// `max` entries (objects plus common prefixes when `delimiter` is set).
+    pub(crate) fn list(
+        &self,
+        prefix: &str,
+        delimiter: Option<&str>,
+        start_after: Option<&str>,
+        max: usize,
+    ) -> ListPage {
+        let start = match start_after {
+            Some(after) if after >= prefix => Bound::Excluded(after),
+            _ => Bound::Included(prefix),
+        };
+        let mut page = ListPage::default();
+        let mut count = 0;
+        let mut last: Option<String> = None;
+        let delimiter = delimiter.filter(|d| !d.is_empty());
+        for (name, object) in self.objects.range::<str, _>((start, Bound::Unbounded)) {
+            if !name.starts_with(prefix) {
+                break;
+            }
+            let common = delimiter.and_then(|d| {
+                name[prefix.len()..]
+                    .find(d)
+                    .map(|i| &name[..prefix.len() + i + d.len()])
+            });
+            if let Some(common) = common
+                && page.prefixes.last().is_some_and(|p| p == common)
+            {
+                continue;
+            }
+            if count == max {
+                page.resume_after = last;
+                break;
+            }
+            count += 1;
+            match common {
+                Some(common) => {
+                    page.prefixes.push(common.to_string());
+                    last = Some(format!("{common}{AFTER_PREFIX}"));
+                }
+                None => {
+                    page.objects.push(object.record.clone());
+                    last = Some(name.clone());
+                }
+            }
+        }
+        page
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bucket(names: &[&str]) -> Bucket {
+        let mut b = Bucket::new(0);
+        for (i, name) in names.iter().enumerate() {
+            let record = ObjectRecord {
+                name: name.to_string(),
+                generation: i as i64 + 1,
+                size: 0,
+                crc32c: 0,
+                md5: [0; 16],
+                created_unix_ms: 0,
+                content_type: String::new(),
+            };
+            b.objects.insert(
+                name.to_string(),
+                StoredObject {
+                    record,
+                    bytes: None,
+                },
+            );
+        }
+        b
+    }
+
+    fn names(page: &ListPage) -> Vec<&str> {
+        page.objects.iter().map(|o| o.name.as_str()).collect()
+    }
+
+    #[test]
+    fn preconditions_follow_cloud_storage() {
+        let absent = Preconditions {
+            if_generation_match: Some(0),
+            ..Default::default()
+        };
+        assert!(absent.hold(None));
+        assert!(!absent.hold(Some(5)));
+        let exact = Preconditions {
+            if_generation_match: Some(5),
+            ..Default::default()
+        };
+        assert!(exact.hold(Some(5)) && !exact.hold(Some(6)) && !exact.hold(None));
+        let not = Preconditions {
+            if_generation_not_match: Some(5),
+            ..Default::default()
+        };
+        assert!(!not.hold(Some(5)) && not.hold(Some(6)) && not.hold(None));
+        assert!(Preconditions::default().hold(None));
+    }
+
+    #[test]
+    fn listing_pages_through_a_prefix_in_name_order() {
+        let b = bucket(&["a/1", "a/2", "a/3", "b/1", "a0"]);
+        let first = b.list("a/", None, None, 2);
+        assert_eq!(names(&first), ["a/1", "a/2"]);
+        let next = b.list("a/", None, first.resume_after.as_deref(), 2);
+        assert_eq!(names(&next), ["a/3"]);
+        assert_eq!(next.resume_after, None);
+    }
+
+    #[test]
+    fn a_delimiter_folds_names_into_common_prefixes_across_pages() {
+        let b = bucket(&["a/x/1", "a/x/2", "a/y", "a/z/1", "b"]);
+        let first = b.list("a/", Some("/"), None, 2);
+        assert_eq!(first.prefixes, ["a/x/"]);
+        assert_eq!(names(&first), ["a/y"]);
+        let next = b.list("a/", Some("/"), first.resume_after.as_deref(), 2);
+        assert_eq!(next.prefixes, ["a/z/"]);
+        assert!(next.objects.is_empty());
+        let all = b.list("", Some("/"), None, 10);
+        assert_eq!(all.prefixes, ["a/"]);
+        assert_eq!(names(&all), ["b"]);
+        // Resuming after a common prefix skips everything under it.
+        let after = b.list("", Some("/"), Some(&format!("a/{AFTER_PREFIX}")), 10);
+        assert!(after.prefixes.is_empty());
+        assert_eq!(names(&after), ["b"]);
+    }
+}

@@ -1,0 +1,322 @@
+//! A Cloud Storage fake that real clients accept and that fails on a seeded schedule.
+//!
+//! [`FakeGcs`] owns the buckets, the fault model and the statistics; it is cheap to
+//! clone (an `Arc` inside) and is built outside any runtime, so its state outlives
+//! turmoil hosts that crash or bounce. Serve it inside turmoil with
+//! [`FakeGcs::serve_turmoil`] or on a real port with [`FakeGcs::serve_tcp`].
+//!
+//! ## What it speaks
+//!
+//! - JSON API: uploads (`POST /upload/storage/v1/b/{b}/o` with `uploadType=media`,
+//!   `multipart` (chunked bodies accepted) and `resumable` (then `PUT`s with
+//!   `Content-Range`)); `GET /storage/v1/b/{b}/o/{o}` (metadata, `alt=media` for
+//!   bytes, also under `/download/...`); `GET /storage/v1/b/{b}/o` (list: `prefix`,
+//!   `delimiter`, `maxResults`, `pageToken`); `GET /storage/v1/b[/{b}]`; `DELETE`.
+//! - XML API: `PUT`/`GET`/`HEAD`/`DELETE /{b}/{o}` (percent-decoded names; `ETag` =
+//!   quoted hex MD5; `x-goog-generation`, `x-goog-hash`, `Last-Modified`; `Range`,
+//!   `If-Match`, `If-None-Match`) and `GET /{b}?list-type=2` (what `object_store`
+//!   lists with).
+//! - Preconditions on every write (`ifGenerationMatch`, `ifGenerationNotMatch`,
+//!   `x-goog-if-generation-match`): 412 with Cloud Storage's JSON or XML error body.
+//! - Declared digests (`x-goog-hash`, multipart metadata `crc32c`/`md5Hash`,
+//!   `Content-MD5`) are checked: a mismatch is 400 and nothing is stored.
+//! - The storage-testbench control API (`/retry_test`, `x-retry-test-id`), see
+//!   [`retry_test`].
+//!
+//! ## Design constraints
+//!
+//! - One mutex guards all state; it is never held across an await. Request bodies
+//!   are read before the lock is taken, so a write and its precondition check are
+//!   atomic.
+//! - Per object about 100 bytes plus the name, and the bytes only with
+//!   [`FakeGcsConfig::keep_bytes`]. Request bodies are bounded by
+//!   [`Limits::max_request_bytes`] (default 64 MiB).
+//! - Every random choice comes from one seeded RNG ([`faults`]); time comes from a
+//!   [`SimClock`]. No real time, no hash-map iteration.
+//! - A held request (hang, stall) is released after its window's `hang_for` (default
+//!   10 min), so held tasks cannot pile up without bound.
+
+mod bucket;
+pub mod clock;
+pub mod faults;
+mod handler;
+mod operation;
+pub mod retry_test;
+mod server;
+mod uploads;
+pub mod wire;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+
+pub use bucket::ObjectRecord;
+pub use clock::{ManualClock, SimClock, TokioClock, TurmoilClock};
+pub use faults::{Capacity, Fault, FaultPlan, FaultWindow, Ops, Outcome, PlanError, SlowLatency};
+pub use operation::Operation;
+pub use retry_test::Instruction;
+
+use bucket::Bucket;
+use faults::FaultEngine;
+use retry_test::RetryTests;
+use uploads::Uploads;
+
+/// Bounds on what the fake holds. Each has a default suited to both the long
+/// replays and ad-hoc use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest request body (one upload, or one resumable upload in total), in
+    /// bytes; larger ones get 413. Default 64 MiB.
+    pub max_request_bytes: u64,
+    /// Resumable sessions kept at once; the oldest is forgotten first. Default
+    /// 10,000.
+    pub max_upload_sessions: usize,
+    /// Storage-testbench retry tests kept at once; the oldest is forgotten first.
+    /// Default 10,000.
+    pub max_retry_tests: usize,
+    /// Most entries per list page (`maxResults`/`max-keys` are capped to it).
+    /// Default 1,000, as Cloud Storage.
+    pub max_list_results: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_request_bytes: 64 * 1024 * 1024,
+            max_upload_sessions: 10_000,
+            max_retry_tests: 10_000,
+            max_list_results: 1_000,
+        }
+    }
+}
+
+/// How to build a [`FakeGcs`].
+#[derive(Debug, Clone, Default)]
+pub struct FakeGcsConfig {
+    /// Buckets that exist from the start.
+    pub buckets: Vec<String>,
+    /// Create a bucket the first time a request names it (instead of 404). Default
+    /// false.
+    pub auto_create_buckets: bool,
+    /// Keep object bytes (needed to download); otherwise only digests are kept and
+    /// a download gets 501. Default false: the long replays write millions of
+    /// objects.
+    pub keep_bytes: bool,
+    /// Seed of the one RNG every fault draw comes from.
+    pub seed: u64,
+    /// The fault schedule and capacity model.
+    pub faults: FaultPlan,
+    /// Bounds on held state.
+    pub limits: Limits,
+}
+
+/// Counters over all requests so far. `by_status` plus `dropped` add up to
+/// `requests` once every request has finished.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FakeStats {
+    /// Requests received.
+    pub requests: u64,
+    /// Requests per operation name (`storage.objects.insert`, ...).
+    pub by_operation: BTreeMap<String, u64>,
+    /// Responses per status code (including injected ones).
+    pub by_status: BTreeMap<u16, u64>,
+    /// Requests that ended with the connection dropped and no response.
+    pub dropped: u64,
+    /// Injected faults per label (`503`, `hang`, `shed`, `return-503`, ...).
+    pub by_fault: BTreeMap<String, u64>,
+    /// Requests the capacity model shed (also counted in `by_fault` as `shed`).
+    pub shed: u64,
+    /// Objects written (each successful create or overwrite).
+    pub objects_committed: u64,
+    /// Writes refused by a precondition (412).
+    pub precondition_failures: u64,
+}
+
+/// One finished request, as the observer sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestEvent {
+    /// Arrival, as elapsed time since t = 0 of the fake's clock.
+    pub at: Duration,
+    /// From arrival to the response head (or to the dropped connection).
+    pub took: Duration,
+    /// What the request did.
+    pub operation: Operation,
+    /// The bucket it named, if any.
+    pub bucket: Option<String>,
+    /// The object it named, if any.
+    pub object: Option<String>,
+    /// The fault injected, if any.
+    pub fault: Option<Fault>,
+    /// The status sent; `None` when the connection was dropped without one.
+    pub status: Option<u16>,
+    /// Whether this request wrote an object (true for `commit_then_*` too).
+    pub committed: bool,
+}
+
+/// A callback for every finished request (see [`FakeGcs::set_observer`]).
+pub type Observer = Arc<dyn Fn(&RequestEvent) + Send + Sync>;
+
+/// The Cloud Storage fake. See the [module docs](self).
+#[derive(Clone)]
+pub struct FakeGcs {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    clock: Arc<dyn SimClock>,
+    keep_bytes: bool,
+    auto_create_buckets: bool,
+    limits: Limits,
+    state: Mutex<State>,
+    observer: Mutex<Option<Observer>>,
+}
+
+/// Everything the mutex guards.
+struct State {
+    buckets: BTreeMap<String, Bucket>,
+    faults: FaultEngine,
+    retry_tests: RetryTests,
+    uploads: Uploads,
+    last_generation: i64,
+    stats: FakeStats,
+}
+
+impl fmt::Debug for FakeGcs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state();
+        f.debug_struct("FakeGcs")
+            .field("buckets", &state.buckets.keys().collect::<Vec<_>>())
+            .field("keep_bytes", &self.inner.keep_bytes)
+            .field("stats", &state.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeGcs {
+    /// Builds the fake. Fails when the fault plan is invalid.
+    pub fn new(config: FakeGcsConfig, clock: Arc<dyn SimClock>) -> Result<Self, PlanError> {
+        config.faults.validate()?;
+        let created = clock.now_unix_ms();
+        let buckets = config
+            .buckets
+            .iter()
+            .map(|b| (b.clone(), Bucket::new(created)))
+            .collect();
+        let state = State {
+            buckets,
+            faults: FaultEngine::new(config.faults, config.seed),
+            retry_tests: RetryTests::new(config.limits.max_retry_tests),
+            uploads: Uploads::new(config.limits.max_upload_sessions),
+            last_generation: 0,
+            stats: FakeStats::default(),
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                clock,
+                keep_bytes: config.keep_bytes,
+                auto_create_buckets: config.auto_create_buckets,
+                limits: config.limits,
+                state: Mutex::new(state),
+                observer: Mutex::new(None),
+            }),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the maps half-updated in a way
+        // that matters more than losing the fake; keep serving.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The buckets, in name order.
+    pub fn buckets(&self) -> Vec<String> {
+        self.state().buckets.keys().cloned().collect()
+    }
+
+    /// The objects of `bucket` in name order (empty when there is no such bucket).
+    pub fn objects(&self, bucket: &str) -> Vec<ObjectRecord> {
+        self.state()
+            .buckets
+            .get(bucket)
+            .map(|b| b.objects.values().map(|o| o.record.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Number of objects in `bucket`.
+    pub fn object_count(&self, bucket: &str) -> usize {
+        self.state()
+            .buckets
+            .get(bucket)
+            .map_or(0, |b| b.objects.len())
+    }
+
+    /// One object's record.
+    pub fn object(&self, bucket: &str, name: &str) -> Option<ObjectRecord> {
+        let state = self.state();
+        Some(state.buckets.get(bucket)?.objects.get(name)?.record.clone())
+    }
+
+    /// One object's bytes, when the fake keeps bytes.
+    pub fn object_bytes(&self, bucket: &str, name: &str) -> Option<Bytes> {
+        let state = self.state();
+        state.buckets.get(bucket)?.objects.get(name)?.bytes.clone()
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> FakeStats {
+        self.state().stats.clone()
+    }
+
+    /// Calls `observer` for every finished request, outside the fake's lock.
+    /// Replaces any previous observer.
+    pub fn set_observer(&self, observer: Observer) {
+        *self.observer_slot() = Some(observer);
+    }
+
+    /// Stops calling the observer.
+    pub fn clear_observer(&self) {
+        *self.observer_slot() = None;
+    }
+
+    fn observer_slot(&self) -> MutexGuard<'_, Option<Observer>> {
+        self.inner
+            .observer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Queues storage-testbench instructions that the next requests of `op` consume
+    /// (one each), whether or not they carry `x-retry-test-id`. Scripted
+    /// instructions take precedence over the capacity model and fault windows.
+    pub fn script(&self, op: Operation, instructions: impl IntoIterator<Item = Instruction>) {
+        self.state().retry_tests.script(op, instructions);
+    }
+
+    /// Registers a storage-testbench retry test, as `POST /retry_test` does; requests
+    /// with `x-retry-test-id: <returned id>` consume its instructions.
+    pub fn create_retry_test(&self, instructions: BTreeMap<Operation, Vec<Instruction>>) -> String {
+        let by_name = instructions
+            .into_iter()
+            .map(|(op, list)| (op.name().to_string(), list))
+            .collect();
+        self.state().retry_tests.create(by_name, "HTTP".into())
+    }
+
+    /// Open (or finalized and remembered) resumable upload sessions.
+    pub fn upload_sessions(&self) -> usize {
+        self.state().uploads.len()
+    }
+
+    fn emit(&self, event: &RequestEvent) {
+        let observer = self.observer_slot().clone();
+        if let Some(observer) = observer {
+            observer(event);
+        }
+    }
+}

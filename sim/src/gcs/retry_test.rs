@@ -1,0 +1,393 @@
+//! Google's storage-testbench fault vocabulary, for scripting single requests.
+//!
+//! A test registers instructions per operation (`POST /retry_test` with
+//! `{"instructions": {"storage.objects.insert": ["return-503", ...]}}`, or
+//! [`FakeGcs::create_retry_test`](super::FakeGcs::create_retry_test)); each request
+//! that carries `x-retry-test-id: <id>` consumes the next instruction for its
+//! operation. [`FakeGcs::script`](super::FakeGcs::script) queues instructions that
+//! any request of the operation consumes, header or not. Scripted instructions take
+//! precedence over the capacity model and the fault windows.
+//!
+//! Instructions (sizes: `K` = KiB, as the testbench uses, or `B` = bytes):
+//!
+//! | instruction | requests with a body (uploads) | requests without one (gets, lists) |
+//! |---|---|---|
+//! | `return-N` | read the body, answer N | answer N |
+//! | `return-reset-connection` | drop the connection | drop the connection |
+//! | `return-broken-stream` | read the body, drop the connection | send half the response body, drop |
+//! | `return-N-after-MK` | read M KiB, answer N | send M KiB of the response, drop |
+//! | `return-broken-stream-after-MK` | read M KiB, drop | send M KiB of the response, drop |
+//! | `stall-for-Ts-after-MK` | read M KiB, wait T seconds, carry on | send M KiB, wait T seconds, carry on |
+//!
+//! Bounded: at most `Limits::max_retry_tests` tests are kept; the oldest is
+//! forgotten first.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::operation::Operation;
+
+/// One storage-testbench instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Instruction {
+    /// `return-N`: answer with status N (400..=599).
+    Return(u16),
+    /// `return-reset-connection`: drop the connection without answering.
+    ResetConnection,
+    /// `return-broken-stream`: break the stream mid-transfer.
+    BrokenStream,
+    /// `return-N-after-MK`: move M KiB, then answer N (see the module table).
+    ReturnAfter {
+        /// The status.
+        status: u16,
+        /// Bytes moved first.
+        after_bytes: u64,
+    },
+    /// `return-broken-stream-after-MK`: move M KiB, then drop the connection.
+    BrokenStreamAfter {
+        /// Bytes moved first.
+        after_bytes: u64,
+    },
+    /// `stall-for-Ts-after-MK`: move M KiB, wait T, carry on.
+    StallAfter {
+        /// How long to wait.
+        hold: Duration,
+        /// Bytes moved first.
+        after_bytes: u64,
+    },
+}
+
+fn parse_size(s: &str) -> Option<u64> {
+    let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
+    let n: u64 = digits.parse().ok()?;
+    match unit {
+        "K" | "KiB" => n.checked_mul(1024),
+        "M" | "MiB" => n.checked_mul(1024 * 1024),
+        "B" => Some(n),
+        _ => None,
+    }
+}
+
+fn fmt_size(bytes: u64) -> String {
+    if bytes > 0 && bytes.is_multiple_of(1024) {
+        format!("{}K", bytes / 1024)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+fn parse_status(s: &str) -> Option<u16> {
+    let status: u16 = s.parse().ok()?;
+    (400..=599).contains(&status).then_some(status)
+}
+
+impl FromStr for Instruction {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("unknown retry-test instruction {s:?}");
+        if s == "return-reset-connection" {
+            return Ok(Instruction::ResetConnection);
+        }
+        if s == "return-broken-stream" {
+            return Ok(Instruction::BrokenStream);
+        }
+        if let Some(size) = s.strip_prefix("return-broken-stream-after-") {
+            let after_bytes = parse_size(size).ok_or_else(bad)?;
+            return Ok(Instruction::BrokenStreamAfter { after_bytes });
+        }
+        if let Some(rest) = s.strip_prefix("stall-for-") {
+            let (secs, size) = rest.split_once("s-after-").ok_or_else(bad)?;
+            let secs: u64 = secs.parse().map_err(|_| bad())?;
+            let after_bytes = parse_size(size).ok_or_else(bad)?;
+            return Ok(Instruction::StallAfter {
+                hold: Duration::from_secs(secs),
+                after_bytes,
+            });
+        }
+        if let Some(rest) = s.strip_prefix("return-") {
+            if let Some((status, size)) = rest.split_once("-after-") {
+                let status = parse_status(status).ok_or_else(bad)?;
+                let after_bytes = parse_size(size).ok_or_else(bad)?;
+                return Ok(Instruction::ReturnAfter {
+                    status,
+                    after_bytes,
+                });
+            }
+            return parse_status(rest).map(Instruction::Return).ok_or_else(bad);
+        }
+        Err(bad())
+    }
+}
+
+impl fmt::Display for Instruction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Instruction::Return(status) => write!(f, "return-{status}"),
+            Instruction::ResetConnection => f.write_str("return-reset-connection"),
+            Instruction::BrokenStream => f.write_str("return-broken-stream"),
+            Instruction::ReturnAfter {
+                status,
+                after_bytes,
+            } => write!(f, "return-{status}-after-{}", fmt_size(after_bytes)),
+            Instruction::BrokenStreamAfter { after_bytes } => {
+                write!(f, "return-broken-stream-after-{}", fmt_size(after_bytes))
+            }
+            Instruction::StallAfter { hold, after_bytes } => write!(
+                f,
+                "stall-for-{}s-after-{}",
+                hold.as_secs(),
+                fmt_size(after_bytes)
+            ),
+        }
+    }
+}
+
+/// A registered test: the instructions left per operation name.
+#[derive(Debug, Clone)]
+struct RetryTest {
+    instructions: BTreeMap<String, VecDeque<Instruction>>,
+    transport: String,
+}
+
+/// The registry of retry tests and scripted instructions.
+#[derive(Debug)]
+pub(crate) struct RetryTests {
+    tests: BTreeMap<u64, RetryTest>,
+    next_id: u64,
+    max_tests: usize,
+    scripted: BTreeMap<Operation, VecDeque<Instruction>>,
+}
+
+/// `x-retry-test-id` named a test the fake does not know.
+#[derive(Debug)]
+pub(crate) struct UnknownTest;
+
+impl RetryTests {
+    pub(crate) fn new(max_tests: usize) -> Self {
+        Self {
+            tests: BTreeMap::new(),
+            next_id: 1,
+            max_tests: max_tests.max(1),
+            scripted: BTreeMap::new(),
+        }
+    }
+
+    fn id_string(id: u64) -> String {
+        format!("rt-{id:08}")
+    }
+
+    fn parse_id(id: &str) -> Option<u64> {
+        id.strip_prefix("rt-")?.parse().ok()
+    }
+
+    /// Registers a test; returns its id.
+    pub(crate) fn create(
+        &mut self,
+        instructions: BTreeMap<String, Vec<Instruction>>,
+        transport: String,
+    ) -> String {
+        while self.tests.len() >= self.max_tests {
+            self.tests.pop_first();
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let instructions = instructions
+            .into_iter()
+            .map(|(op, list)| (op, list.into_iter().collect()))
+            .collect();
+        self.tests.insert(
+            id,
+            RetryTest {
+                instructions,
+                transport,
+            },
+        );
+        Self::id_string(id)
+    }
+
+    /// Registers a test from the testbench's JSON body.
+    pub(crate) fn create_json(&mut self, body: &[u8]) -> Result<Value, String> {
+        let body: Value =
+            serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
+        let map = body
+            .get("instructions")
+            .and_then(Value::as_object)
+            .ok_or("the body needs an \"instructions\" object")?;
+        let mut instructions = BTreeMap::new();
+        for (op, list) in map {
+            let list = list
+                .as_array()
+                .ok_or_else(|| format!("instructions for {op} must be an array"))?;
+            let parsed = list
+                .iter()
+                .map(|i| {
+                    i.as_str()
+                        .ok_or_else(|| format!("instructions for {op} must be strings"))?
+                        .parse::<Instruction>()
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            instructions.insert(op.clone(), parsed);
+        }
+        let transport = body
+            .get("transport")
+            .and_then(Value::as_str)
+            .unwrap_or("HTTP")
+            .to_string();
+        let id = self.create(instructions, transport);
+        Ok(self.get_json(&id).unwrap_or(Value::Null))
+    }
+
+    /// A test as the testbench shows it.
+    pub(crate) fn get_json(&self, id: &str) -> Option<Value> {
+        let n = Self::parse_id(id)?;
+        let test = self.tests.get(&n)?;
+        Some(Self::render(n, test))
+    }
+
+    fn render(id: u64, test: &RetryTest) -> Value {
+        let instructions: serde_json::Map<String, Value> = test
+            .instructions
+            .iter()
+            .map(|(op, list)| {
+                let list = list.iter().map(|i| Value::String(i.to_string())).collect();
+                (op.clone(), Value::Array(list))
+            })
+            .collect();
+        let completed = test.instructions.values().all(VecDeque::is_empty);
+        json!({
+            "id": Self::id_string(id),
+            "instructions": instructions,
+            "completed": completed,
+            "transport": test.transport,
+        })
+    }
+
+    /// All tests, oldest first.
+    pub(crate) fn list_json(&self) -> Value {
+        let tests: Vec<Value> = self
+            .tests
+            .iter()
+            .map(|(id, t)| Self::render(*id, t))
+            .collect();
+        json!({ "retry_test": tests })
+    }
+
+    /// Forgets a test; false when it was not there.
+    pub(crate) fn delete(&mut self, id: &str) -> bool {
+        Self::parse_id(id).is_some_and(|n| self.tests.remove(&n).is_some())
+    }
+
+    /// Queues instructions for any request of `op`.
+    pub(crate) fn script(
+        &mut self,
+        op: Operation,
+        instructions: impl IntoIterator<Item = Instruction>,
+    ) {
+        self.scripted.entry(op).or_default().extend(instructions);
+    }
+
+    /// The instruction for this request, if any: the header's test first, then the
+    /// scripted queue.
+    pub(crate) fn next(
+        &mut self,
+        test_id: Option<&str>,
+        op: Operation,
+    ) -> Result<Option<Instruction>, UnknownTest> {
+        if let Some(id) = test_id {
+            let test = Self::parse_id(id)
+                .and_then(|n| self.tests.get_mut(&n))
+                .ok_or(UnknownTest)?;
+            if let Some(i) = test
+                .instructions
+                .get_mut(op.name())
+                .and_then(VecDeque::pop_front)
+            {
+                return Ok(Some(i));
+            }
+        }
+        Ok(self.scripted.get_mut(&op).and_then(VecDeque::pop_front))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_testbench_vocabulary_round_trips() {
+        for text in [
+            "return-503",
+            "return-429",
+            "return-reset-connection",
+            "return-broken-stream",
+            "return-503-after-256K",
+            "return-broken-stream-after-10B",
+            "stall-for-10s-after-64K",
+        ] {
+            let i: Instruction = text.parse().unwrap();
+            assert_eq!(i.to_string(), text);
+        }
+        assert_eq!(
+            "return-408-after-2K".parse::<Instruction>(),
+            Ok(Instruction::ReturnAfter {
+                status: 408,
+                after_bytes: 2048
+            })
+        );
+        for bad in [
+            "return-200",
+            "return-5xx",
+            "stall-for-x-after-1K",
+            "explode",
+        ] {
+            assert!(bad.parse::<Instruction>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tests_are_consumed_per_operation_then_the_script() {
+        let mut tests = RetryTests::new(10);
+        let created = tests
+            .create_json(
+                br#"{"instructions": {"storage.objects.insert": ["return-503", "return-reset-connection"]}}"#,
+            )
+            .unwrap();
+        let id = created["id"].as_str().unwrap().to_string();
+        assert_eq!(created["completed"], false);
+        let insert = Operation::ObjectsInsert;
+        tests.script(insert, [Instruction::Return(500)]);
+        assert_eq!(tests.next(Some(&id), Operation::ObjectsGet).unwrap(), None);
+        assert_eq!(
+            tests.next(Some(&id), insert).unwrap(),
+            Some(Instruction::Return(503))
+        );
+        assert_eq!(
+            tests.next(None, insert).unwrap(),
+            Some(Instruction::Return(500))
+        );
+        assert_eq!(
+            tests.next(Some(&id), insert).unwrap(),
+            Some(Instruction::ResetConnection)
+        );
+        assert_eq!(tests.next(Some(&id), insert).unwrap(), None);
+        assert_eq!(tests.get_json(&id).unwrap()["completed"], true);
+        assert!(tests.next(Some("rt-99999999"), insert).is_err());
+        assert!(tests.delete(&id));
+        assert!(tests.get_json(&id).is_none());
+    }
+
+    #[test]
+    fn the_oldest_test_is_forgotten_past_the_bound() {
+        let mut tests = RetryTests::new(2);
+        let ids: Vec<_> = (0..3)
+            .map(|_| tests.create(BTreeMap::new(), "HTTP".into()))
+            .collect();
+        assert!(tests.get_json(&ids[0]).is_none());
+        assert!(tests.get_json(&ids[2]).is_some());
+    }
+}
