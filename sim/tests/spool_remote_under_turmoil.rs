@@ -1,0 +1,137 @@
+//! The spool's object-store sink, unchanged, inside turmoil: `spool::Remote` over
+//! `object_store`'s GCS client with the turmoil connector, against the fake as a
+//! turmoil host.
+
+mod common;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{BUCKET, GCS_URL, config, plan, turmoil_fake, world};
+use sim::connector::gcs_store;
+use spool::remote::Existing;
+use spool::{Remote, StoreError};
+use tokio::time::sleep;
+
+const T: Duration = Duration::from_secs(5);
+
+fn remote() -> Remote {
+    Remote::new(gcs_store(GCS_URL, BUCKET).unwrap())
+}
+
+#[test]
+fn a_503_window_makes_the_sink_report_a_retryable_503() -> turmoil::Result {
+    let fake = turmoil_fake(config(
+        false,
+        plan("[[fault]]\nfrom = \"1s\"\nuntil = \"10s\"\nmix = { \"503\" = 1.0 }\n"),
+    ));
+    let mut sim = world(&fake, 21);
+    sim.client("app", async move {
+        let remote = remote();
+        remote
+            .put_if_absent("before", Bytes::from_static(b"1"), T)
+            .await?;
+        sleep(Duration::from_secs(2)).await;
+        let err = remote
+            .put_if_absent("during", Bytes::from_static(b"2"), T)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StoreError::Unavailable {
+                    status: Some(503),
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.is_retryable());
+        sleep(Duration::from_secs(10)).await;
+        remote
+            .put_if_absent("during", Bytes::from_static(b"2"), T)
+            .await?;
+        Ok(())
+    });
+    sim.run()?;
+    let names: Vec<_> = fake.objects(BUCKET).into_iter().map(|o| o.name).collect();
+    assert_eq!(names, ["before", "during"]);
+    Ok(())
+}
+
+#[test]
+fn a_hang_window_makes_the_sinks_timeout_fire() -> turmoil::Result {
+    let fake = turmoil_fake(config(
+        false,
+        plan("[[fault]]\nuntil = \"1m\"\nmix = { hang = 1.0 }\nhang_for = \"10m\"\n"),
+    ));
+    let mut sim = world(&fake, 22);
+    sim.client("app", async move {
+        let remote = remote();
+        for _ in 0..3 {
+            let err = remote
+                .put_if_absent("h", Bytes::from_static(b"h"), T)
+                .await
+                .unwrap_err();
+            assert!(matches!(err, StoreError::Timeout(t) if t == T), "{err}");
+        }
+        sleep(Duration::from_secs(60)).await;
+        remote
+            .put_if_absent("h", Bytes::from_static(b"h"), T)
+            .await?;
+        Ok(())
+    });
+    sim.run()?;
+    let stats = fake.stats();
+    assert_eq!(stats.by_fault.get("hang"), Some(&3));
+    assert_eq!(stats.objects_committed, 1);
+    Ok(())
+}
+
+#[test]
+fn after_commit_then_503_the_retry_sees_412_and_the_object_is_there_once() -> turmoil::Result {
+    let fake = turmoil_fake(config(
+        false,
+        plan("[[fault]]\nuntil = \"1s\"\nmix = { commit_then_503 = 1.0 }\n"),
+    ));
+    let mut sim = world(&fake, 23);
+    sim.client("app", async move {
+        let remote = remote();
+        let payload = Bytes::from_static(b"{\"n\":1}");
+        let err = remote
+            .put_if_absent("e/1", payload.clone(), T)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                StoreError::Unavailable {
+                    status: Some(503),
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        sleep(Duration::from_secs(2)).await;
+        let retry = remote
+            .put_if_absent("e/1", payload.clone(), T)
+            .await
+            .unwrap_err();
+        assert!(matches!(retry, StoreError::AlreadyExists { .. }), "{retry}");
+        assert_eq!(
+            remote.check_existing("e/1", &payload, T).await?,
+            Existing::Matches
+        );
+        Ok(())
+    });
+    sim.run()?;
+    let objects = fake.objects(BUCKET);
+    assert_eq!(objects.len(), 1);
+    assert!(objects[0].matches(b"{\"n\":1}"));
+    let stats = fake.stats();
+    assert_eq!(
+        (stats.objects_committed, stats.precondition_failures),
+        (1, 1)
+    );
+    Ok(())
+}
