@@ -204,6 +204,34 @@ async fn a_resumable_upload_takes_chunks_and_answers_its_retries() {
     assert_eq!(retry.json()["generation"], object["generation"]);
     assert_eq!(fake.stats().objects_committed, 1);
 
+    // The Node client's single-request form: `bytes 0-*/*`, the body ends the object.
+    let stream = send_real(
+        &base,
+        Method::POST,
+        &format!("/upload/storage/v1/b/{BUCKET}/o?uploadType=resumable&name=r%2Fstream"),
+        &[],
+        vec![],
+    )
+    .await
+    .unwrap();
+    let stream_path = stream
+        .header("location")
+        .unwrap()
+        .strip_prefix(&base)
+        .unwrap()
+        .to_string();
+    let whole = send_real(
+        &base,
+        Method::PUT,
+        &stream_path,
+        &[("content-range", "bytes 0-*/*")],
+        vec![Bytes::from_static(b"hel"), Bytes::from_static(b"lo")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(whole.status, StatusCode::OK, "{}", whole.text());
+    assert_eq!(whole.json()["crc32c"], "mnG7TA==");
+
     // A second session for the same name with ifGenerationMatch=0 is refused at once.
     let second = send_real(
         &base,

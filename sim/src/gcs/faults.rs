@@ -7,7 +7,7 @@
 //! | outcome | the client sees | why it matters |
 //! |---|---|---|
 //! | `503`, `500`, `429`, `408` | that status with Cloud Storage's error body | retryable per Google's guidance |
-//! | `hang` | nothing for `hang_for`, then the connection drops | only a client timeout ends it |
+//! | `hang` | nothing until it gives up (closes the connection) or `hang_for` passes; then the connection drops | only a client timeout ends it |
 //! | `reset` | the connection drops without a response | a transport error, not a status |
 //! | `stall` | the server reads `stall_after` bytes of the body (or sends that much of a download), then hangs like `hang` | half-done transfers |
 //! | `slow` | success after a latency drawn log-uniformly from `slow` | tail latency; the write does land |

@@ -25,7 +25,7 @@ use super::faults::{Action, Fault};
 use super::operation::Operation;
 use super::retry_test::UnknownTest;
 use super::uploads::Session;
-use super::wire::{self, Declared, Digests};
+use super::wire::{self, ChunkRange, Declared, Digests};
 use super::{FakeGcs, RequestEvent, State};
 
 /// The body of every response the fake sends.
@@ -340,7 +340,9 @@ struct Reply {
     head_len: Option<u64>,
     /// The request wrote an object.
     committed: bool,
-    /// The object the request turned out to name (multipart names it in the body).
+    /// The bucket and object the request turned out to name (multipart names the
+    /// object in the body, resumable chunks name neither).
+    bucket: Option<String>,
     object: Option<String>,
 }
 
@@ -352,6 +354,7 @@ impl Reply {
             body: Bytes::new(),
             head_len: None,
             committed: false,
+            bucket: None,
             object: None,
         }
     }
@@ -566,6 +569,9 @@ impl Track {
     fn respond(mut self, reply: Reply, body: Option<ResponseBody>) -> Response<ResponseBody> {
         self.status = Some(reply.status);
         self.committed |= reply.committed;
+        if reply.bucket.is_some() {
+            self.bucket.clone_from(&reply.bucket);
+        }
         if reply.object.is_some() {
             self.object.clone_from(&reply.object);
         }
@@ -778,7 +784,10 @@ pub(crate) async fn handle(
         After::Nothing => Ok(track.respond(reply, None)),
         After::Replace503 => {
             track.committed |= reply.committed;
-            Ok(track.respond(error_reply(api, 503, None), None))
+            let mut failed = error_reply(api, 503, None);
+            failed.bucket = reply.bucket;
+            failed.object = reply.object;
+            Ok(track.respond(failed, None))
         }
         After::Hold(hold) => {
             track.committed |= reply.committed;
@@ -960,13 +969,13 @@ impl Ctx<'_> {
     }
 
     /// Preconditions from the query and the `x-goog-if-generation-match` header.
-    fn preconditions(&self, api: Api) -> Result<Preconditions, Reply> {
-        let parse = |name: &str, value: Option<&str>| -> Result<Option<i64>, Reply> {
+    fn preconditions(&self, api: Api) -> Result<Preconditions, Box<Reply>> {
+        let parse = |name: &str, value: Option<&str>| -> Result<Option<i64>, Box<Reply>> {
             value
                 .map(|v| {
                     v.trim().parse::<i64>().map_err(|_| {
                         let message = format!("Invalid argument: {name}={v:?} is not an integer.");
-                        error_reply(api, 400, Some(&message))
+                        Box::new(error_reply(api, 400, Some(&message)))
                     })
                 })
                 .transpose()
@@ -1098,7 +1107,7 @@ impl Ctx<'_> {
     fn get(&mut self, api: Api, bucket: &str, name: &str, media: bool, head: bool) -> Reply {
         let pre = match self.preconditions(api) {
             Ok(pre) => pre,
-            Err(reply) => return reply,
+            Err(reply) => return *reply,
         };
         let generation = self.query.get("generation").map(str::to_string);
         if !self.bucket(bucket) {
@@ -1184,7 +1193,7 @@ impl Ctx<'_> {
     fn delete(&mut self, api: Api, bucket: &str, name: &str) -> Reply {
         let pre = match self.preconditions(api) {
             Ok(pre) => pre,
-            Err(reply) => return reply,
+            Err(reply) => return *reply,
         };
         self.ensure_bucket(bucket);
         let state = &mut *self.state;
@@ -1306,7 +1315,7 @@ impl Ctx<'_> {
     fn upload_media(&mut self, bucket: &str, data: Bytes) -> Reply {
         let pre = match self.preconditions(Api::Json) {
             Ok(pre) => pre,
-            Err(reply) => return reply,
+            Err(reply) => return *reply,
         };
         let name = self.query.get("name").unwrap_or("").to_string();
         let declared = self.declared_from_headers();
@@ -1317,7 +1326,7 @@ impl Ctx<'_> {
     fn upload_multipart(&mut self, bucket: &str, data: Bytes) -> Reply {
         let pre = match self.preconditions(Api::Json) {
             Ok(pre) => pre,
-            Err(reply) => return reply,
+            Err(reply) => return *reply,
         };
         let bad = |message: String| error_reply(Api::Json, 400, Some(&message));
         let Some(boundary) =
@@ -1372,7 +1381,7 @@ impl Ctx<'_> {
     fn start_resumable(&mut self, bucket: &str, data: Bytes) -> Reply {
         let pre = match self.preconditions(Api::Json) {
             Ok(pre) => pre,
-            Err(reply) => return reply,
+            Err(reply) => return *reply,
         };
         let metadata = if data.is_empty() {
             Value::Object(Default::default())
@@ -1434,6 +1443,20 @@ impl Ctx<'_> {
     }
 
     fn resumable_chunk(&mut self, upload_id: &str, data: Bytes) -> Reply {
+        let named = self
+            .state
+            .uploads
+            .get_mut(upload_id)
+            .map(|s| (s.bucket.clone(), s.name.clone()));
+        let mut reply = self.resumable_chunk_inner(upload_id, data);
+        if let Some((bucket, name)) = named {
+            reply.bucket = Some(bucket);
+            reply.object = Some(name);
+        }
+        reply
+    }
+
+    fn resumable_chunk_inner(&mut self, upload_id: &str, data: Bytes) -> Reply {
         let max_bytes = self.fake.inner.limits.max_request_bytes;
         let content_range = header(self.headers, "content-range").map(str::to_string);
         let declared_now = self.declared_from_headers();
@@ -1457,43 +1480,50 @@ impl Ctx<'_> {
             },
             // No Content-Range: the body is the rest of the object.
             None => wire::ContentRange {
-                range: (!data.is_empty()).then(|| (received, received + data.len() as u64 - 1)),
-                total: Some(received + data.len() as u64),
+                range: ChunkRange::From(received),
+                total: None,
             },
         };
-        match range.range {
-            Some((first, last)) => {
-                if last - first + 1 != data.len() as u64 {
-                    let message = format!(
-                        "Content-Range covers {} bytes but the body has {}.",
-                        last - first + 1,
-                        data.len()
-                    );
-                    return error_reply(Api::Json, 400, Some(&message));
-                }
-                if first > received {
-                    let message = format!(
-                        "Invalid request. According to the Content-Range header, the upload \
-                         offset is {first} byte(s), which exceeds already uploaded size of \
-                         {received} byte(s)."
-                    );
-                    return error_reply(Api::Json, 400, Some(&message));
-                }
-                let skip = (received - first) as usize;
-                if skip < data.len() {
-                    if received + (data.len() - skip) as u64 > max_bytes {
-                        return error_reply(Api::Json, 413, None);
-                    }
-                    session.received.extend_from_slice(&data[skip..]);
-                }
+        let (first, last, total) = match range.range {
+            ChunkRange::Bytes(first, last) => (first, Some(last), range.total),
+            // Through the end of this body; with an unknown total, this body ends
+            // the object.
+            ChunkRange::From(first) => {
+                let end = first + data.len() as u64;
+                (first, end.checked_sub(1), range.total.or(Some(end)))
             }
-            None if !data.is_empty() => {
+            ChunkRange::Empty if data.is_empty() => (received, None, range.total),
+            ChunkRange::Empty => {
                 return error_reply(Api::Json, 400, Some("Content-Range bytes */N with a body."));
             }
-            None => {}
+        };
+        if let Some(last) = last {
+            if last + 1 - first != data.len() as u64 {
+                let message = format!(
+                    "Content-Range covers {} bytes but the body has {}.",
+                    last + 1 - first,
+                    data.len()
+                );
+                return error_reply(Api::Json, 400, Some(&message));
+            }
+            if first > received {
+                let message = format!(
+                    "Invalid request. According to the Content-Range header, the upload \
+                     offset is {first} byte(s), which exceeds already uploaded size of \
+                     {received} byte(s)."
+                );
+                return error_reply(Api::Json, 400, Some(&message));
+            }
+            let skip = (received - first) as usize;
+            if skip < data.len() {
+                if received + (data.len() - skip) as u64 > max_bytes {
+                    return error_reply(Api::Json, 413, None);
+                }
+                session.received.extend_from_slice(&data[skip..]);
+            }
         }
         let received = session.received.len() as u64;
-        match range.total {
+        match total {
             Some(total) if received > total => {
                 let message = format!("Received {received} bytes, more than the total {total}.");
                 error_reply(Api::Json, 400, Some(&message))
@@ -1549,7 +1579,7 @@ impl Ctx<'_> {
     fn xml_put(&mut self, bucket: &str, name: &str, data: Bytes) -> Reply {
         let pre = match self.preconditions(Api::Xml) {
             Ok(pre) => pre,
-            Err(reply) => return reply,
+            Err(reply) => return *reply,
         };
         let mut declared = self.declared_from_headers();
         if let Some(md5) = header(self.headers, "content-md5") {

@@ -158,16 +158,30 @@ pub fn parse_query(query: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A parsed `Content-Range` of a resumable upload chunk.
+/// A parsed `Content-Range` of a resumable upload request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ContentRange {
-    /// First and last byte (inclusive) of this chunk; `None` for `bytes */...`.
-    pub range: Option<(u64, u64)>,
+    /// Which bytes of the object this request's body holds.
+    pub range: ChunkRange,
     /// Total object size when the client knows it (final chunk or status query).
     pub total: Option<u64>,
 }
 
-/// Parses `bytes A-B/T`, `bytes A-B/*`, `bytes */T` or `bytes */*`.
+/// The byte range part of a `Content-Range`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChunkRange {
+    /// `*`: no bytes (a status query, or finalizing with `*/T`).
+    Empty,
+    /// `A-B`: first and last byte, inclusive.
+    Bytes(u64, u64),
+    /// `A-*`: from byte A through the end of this request's body, which is the end
+    /// of the object when the total is `*` too (the Node client's single-request
+    /// resumable upload sends `bytes 0-*/*`).
+    From(u64),
+}
+
+/// Parses `bytes A-B/T`, `bytes A-B/*`, `bytes A-*/T`, `bytes A-*/*`, `bytes */T` or
+/// `bytes */*`.
 pub fn parse_content_range(value: &str) -> Option<ContentRange> {
     let rest = value.trim().strip_prefix("bytes")?.trim_start();
     let (range, total) = rest.split_once('/')?;
@@ -176,14 +190,20 @@ pub fn parse_content_range(value: &str) -> Option<ContentRange> {
         t => Some(t.parse().ok()?),
     };
     let range = match range.trim() {
-        "*" => None,
+        "*" => ChunkRange::Empty,
         r => {
             let (a, b) = r.split_once('-')?;
-            let (a, b): (u64, u64) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-            if b < a {
-                return None;
+            let a: u64 = a.trim().parse().ok()?;
+            match b.trim() {
+                "*" => ChunkRange::From(a),
+                b => {
+                    let b: u64 = b.parse().ok()?;
+                    if b < a {
+                        return None;
+                    }
+                    ChunkRange::Bytes(a, b)
+                }
             }
-            Some((a, b))
         }
     };
     Some(ContentRange { range, total })
@@ -447,34 +467,19 @@ mod tests {
     #[test]
     fn content_ranges_of_resumable_chunks_parse() {
         let cr = |s| parse_content_range(s);
+        let range = |range, total| Some(ContentRange { range, total });
         assert_eq!(
             cr("bytes 0-99/100"),
-            Some(ContentRange {
-                range: Some((0, 99)),
-                total: Some(100)
-            })
+            range(ChunkRange::Bytes(0, 99), Some(100))
         );
         assert_eq!(
             cr("bytes 100-199/*"),
-            Some(ContentRange {
-                range: Some((100, 199)),
-                total: None
-            })
+            range(ChunkRange::Bytes(100, 199), None)
         );
-        assert_eq!(
-            cr("bytes */100"),
-            Some(ContentRange {
-                range: None,
-                total: Some(100)
-            })
-        );
-        assert_eq!(
-            cr("bytes */*"),
-            Some(ContentRange {
-                range: None,
-                total: None
-            })
-        );
+        assert_eq!(cr("bytes 0-*/*"), range(ChunkRange::From(0), None));
+        assert_eq!(cr("bytes 5-*/10"), range(ChunkRange::From(5), Some(10)));
+        assert_eq!(cr("bytes */100"), range(ChunkRange::Empty, Some(100)));
+        assert_eq!(cr("bytes */*"), range(ChunkRange::Empty, None));
         assert_eq!(cr("bytes 5-1/10"), None);
         assert_eq!(cr("items 0-1/2"), None);
     }
