@@ -451,8 +451,9 @@ impl FaultWindow {
                 ));
             }
         }
-        let sum: f64 = self.mix.values().sum();
-        if sum > 1.0 + 1e-9 {
+        // Rounded to nine places so 0.7 + 0.6 reads 1.3.
+        let sum = (self.mix.values().sum::<f64>() * 1e9).round() / 1e9;
+        if sum > 1.0 {
             return Err(PlanError::new(
                 format!("{at}.mix"),
                 format!("probabilities sum to {sum}; at most 1 (the rest succeed)"),
@@ -788,7 +789,7 @@ mod tests {
     fn probabilities_that_sum_past_one_are_refused() {
         let e = error("[[fault]]\n[[fault]]\n[[fault]]\nmix = { \"503\" = 0.7, hang = 0.6 }\n");
         assert!(
-            e.starts_with("fault[2].mix: probabilities sum to 1.2"),
+            e.starts_with("fault[2].mix: probabilities sum to 1.3;"),
             "{e}"
         );
         let e = error("[[fault]]\nmix = { hang = -0.1 }\n");
