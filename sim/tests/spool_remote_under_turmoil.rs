@@ -135,3 +135,61 @@ fn after_commit_then_503_the_retry_sees_412_and_the_object_is_there_once() -> tu
     );
     Ok(())
 }
+
+#[test]
+fn a_partition_is_a_prompt_retryable_connect_error() -> turmoil::Result {
+    let fake = turmoil_fake(config(false, sim::gcs::FaultPlan::none()));
+    let mut sim = world(&fake, 24);
+    sim.client("app", async move {
+        turmoil::partition("app", "gcs");
+        let started = tokio::time::Instant::now();
+        let err = remote()
+            .put_if_absent("p", Bytes::from_static(b"p"), T)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::Unavailable { status: None, .. }),
+            "{err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        turmoil::repair("app", "gcs");
+        remote()
+            .put_if_absent("p", Bytes::from_static(b"p"), T)
+            .await?;
+        Ok(())
+    });
+    sim.run()?;
+    assert_eq!(fake.object_count(BUCKET), 1);
+    Ok(())
+}
+
+#[test]
+fn the_fakes_state_survives_a_bounce_of_its_host_and_clients_reconnect() -> turmoil::Result {
+    let fake = turmoil_fake(config(false, sim::gcs::FaultPlan::none()));
+    let mut sim = world(&fake, 25);
+    sim.client("app", async move {
+        let remote = remote();
+        remote
+            .put_if_absent("before", Bytes::from_static(b"1"), T)
+            .await?;
+        sleep(Duration::from_secs(5)).await;
+        // The pooled connection died with the old server; a fresh one is dialled.
+        remote
+            .put_if_absent("after", Bytes::from_static(b"2"), T)
+            .await?;
+        let again = remote
+            .put_if_absent("before", Bytes::from_static(b"1"), T)
+            .await
+            .unwrap_err();
+        assert!(matches!(again, StoreError::AlreadyExists { .. }), "{again}");
+        Ok(())
+    });
+    while sim.elapsed() < Duration::from_secs(2) {
+        sim.step()?;
+    }
+    sim.bounce("gcs");
+    while !sim.step()? {}
+    let names: Vec<_> = fake.objects(BUCKET).into_iter().map(|o| o.name).collect();
+    assert_eq!(names, ["after", "before"]);
+    Ok(())
+}
