@@ -3,5 +3,12 @@
 //! ([`connector`]).
 #![warn(missing_docs)]
 
+pub mod app;
+pub mod checker;
 pub mod connector;
+pub mod disk;
 pub mod gcs;
+pub mod ledger;
+pub mod recorder;
+pub mod scenario;
+pub mod world;

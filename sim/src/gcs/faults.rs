@@ -70,6 +70,34 @@ pub struct FaultPlan {
     /// The backend's capacity at all times, if bounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Capacity>,
+    /// Object names the store refuses for good (`[[refuse]]` in TOML): poison
+    /// objects, such as a name the service account may not write.
+    #[serde(default, rename = "refuse", skip_serializing_if = "Vec::is_empty")]
+    pub refusals: Vec<Refusal>,
+}
+
+/// Writes of objects whose name starts with `prefix` are refused with `status`
+/// whenever no fault window took the request (an outage answers before permissions
+/// are checked). Matched against the object name in the URL: XML API paths and the
+/// JSON API's `name=` parameter.
+///
+/// ```toml
+/// [[refuse]]
+/// prefix = "poison/"
+/// status = 403        # default 403; any 4xx
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Refusal {
+    /// Object-name prefix.
+    pub prefix: String,
+    /// The permanent error status. Default 403.
+    #[serde(default = "default_refusal_status")]
+    pub status: u16,
+}
+
+fn default_refusal_status() -> u16 {
+    403
 }
 
 /// One period in which some requests fail. See the [module docs](self) for the TOML
@@ -361,10 +389,22 @@ impl FaultPlan {
                         .map_err(|e: toml::de::Error| PlanError::new("capacity", e.message()))?;
                     plan.capacity = Some(capacity);
                 }
+                "refuse" => {
+                    let toml::Value::Array(refusals) = value else {
+                        return Err(PlanError::new("refuse", "must be [[refuse]] tables"));
+                    };
+                    for (i, refusal) in refusals.into_iter().enumerate() {
+                        let refusal = refusal.try_into().map_err(|e: toml::de::Error| {
+                            PlanError::new(format!("refuse[{i}]"), e.message())
+                        })?;
+                        plan.refusals.push(refusal);
+                    }
+                }
                 other => {
                     return Err(PlanError::new(
                         other,
-                        "unknown key; a fault plan has [[fault]] tables and a [capacity] table",
+                        "unknown key; a fault plan has [[fault]] tables, a [capacity] table \
+                         and [[refuse]] tables",
                     ));
                 }
             }
@@ -380,6 +420,26 @@ impl FaultPlan {
         }
         if let Some(capacity) = &self.capacity {
             capacity.validate("capacity")?;
+        }
+        for (i, refusal) in self.refusals.iter().enumerate() {
+            if refusal.prefix.is_empty() {
+                return Err(PlanError::new(
+                    format!("refuse[{i}].prefix"),
+                    "must not be empty (it would refuse every write)",
+                ));
+            }
+            if !(400..500).contains(&refusal.status)
+                || refusal.status == 408
+                || refusal.status == 429
+            {
+                return Err(PlanError::new(
+                    format!("refuse[{i}].status"),
+                    format!(
+                        "{} is not a permanent client error (4xx other than 408 and 429)",
+                        refusal.status
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -527,6 +587,11 @@ pub enum Fault {
     /// A storage-testbench instruction (an `x-retry-test-id` test or
     /// [`FakeGcs::script`](super::FakeGcs::script)).
     Scripted(Instruction),
+    /// A `[[refuse]]` rule refused the object for good.
+    Refused {
+        /// Index of the rule in the plan.
+        rule: usize,
+    },
 }
 
 impl Fault {
@@ -537,6 +602,7 @@ impl Fault {
             Fault::Shed { .. } => "shed".into(),
             Fault::Window { outcome, .. } => outcome.as_str().into(),
             Fault::Scripted(instruction) => instruction.to_string(),
+            Fault::Refused { .. } => "refused".into(),
         }
     }
 }
@@ -663,7 +729,26 @@ impl FaultEngine {
 
     /// Decides what happens to a request for `op` arriving at `now`: `None` to
     /// serve it normally.
-    pub(crate) fn decide(&mut self, op: Operation, now: Duration) -> Option<(Fault, Action)> {
+    pub(crate) fn decide(
+        &mut self,
+        op: Operation,
+        object: Option<&str>,
+        now: Duration,
+    ) -> Option<(Fault, Action)> {
+        if let Some(decision) = self.decide_window(op, now) {
+            return Some(decision);
+        }
+        let name = object.filter(|_| Ops::Writes.matches(op))?;
+        let (i, refusal) = self
+            .plan
+            .refusals
+            .iter()
+            .enumerate()
+            .find(|(_, r)| name.starts_with(&r.prefix))?;
+        Some((Fault::Refused { rule: i }, Action::Respond(refusal.status)))
+    }
+
+    fn decide_window(&mut self, op: Operation, now: Duration) -> Option<(Fault, Action)> {
         if let Some(bucket) = &mut self.global
             && !bucket.try_take(now)
         {
@@ -839,7 +924,7 @@ mod tests {
     fn plan(window: FaultWindow) -> FaultPlan {
         FaultPlan {
             windows: vec![window],
-            capacity: None,
+            ..FaultPlan::default()
         }
     }
 
@@ -848,7 +933,11 @@ mod tests {
         (0..n)
             .map(|i| {
                 engine
-                    .decide(Operation::ObjectsInsert, Duration::from_millis(i as u64))
+                    .decide(
+                        Operation::ObjectsInsert,
+                        None,
+                        Duration::from_millis(i as u64),
+                    )
                     .map(|(fault, _)| fault)
             })
             .collect()
@@ -895,15 +984,18 @@ mod tests {
         });
         let mut engine = FaultEngine::new(plan, 1);
         let at = Duration::from_millis;
-        assert_eq!(engine.decide(Operation::ObjectsInsert, at(999)), None);
-        assert_eq!(engine.decide(Operation::ObjectsGet, at(1500)), None);
+        assert_eq!(engine.decide(Operation::ObjectsInsert, None, at(999)), None);
+        assert_eq!(engine.decide(Operation::ObjectsGet, None, at(1500)), None);
         assert_eq!(
             engine
-                .decide(Operation::ObjectsInsert, at(1500))
+                .decide(Operation::ObjectsInsert, None, at(1500))
                 .map(|d| d.1),
             Some(Action::Respond(503))
         );
-        assert_eq!(engine.decide(Operation::ObjectsDelete, at(2000)), None);
+        assert_eq!(
+            engine.decide(Operation::ObjectsDelete, None, at(2000)),
+            None
+        );
     }
 
     #[test]
@@ -926,24 +1018,24 @@ mod tests {
     #[test]
     fn capacity_sheds_past_the_rate_and_refills_with_time() {
         let plan = FaultPlan {
-            windows: vec![],
             capacity: Some(Capacity {
                 requests_per_second: 10.0,
                 burst: Some(5.0),
             }),
+            ..FaultPlan::default()
         };
         let mut engine = FaultEngine::new(plan, 1);
         let t0 = Duration::from_secs(1);
         let shed = (0..8)
-            .filter(|_| engine.decide(Operation::ObjectsGet, t0).is_some())
+            .filter(|_| engine.decide(Operation::ObjectsGet, None, t0).is_some())
             .count();
         // The bucket starts full with 5 and refills 10/s; at t0 it is still full.
         assert_eq!(shed, 3);
         // 100 ms later one token is back.
         let later = t0 + Duration::from_millis(100);
-        assert_eq!(engine.decide(Operation::ObjectsGet, later), None);
+        assert_eq!(engine.decide(Operation::ObjectsGet, None, later), None);
         assert_eq!(
-            engine.decide(Operation::ObjectsGet, later),
+            engine.decide(Operation::ObjectsGet, None, later),
             Some((Fault::Shed { window: None }, Action::Respond(503)))
         );
     }
@@ -957,9 +1049,51 @@ mod tests {
         let mut engine = FaultEngine::new(plan, 1);
         let t = Duration::from_secs(3);
         let shed: Vec<_> = (0..4)
-            .map(|_| engine.decide(Operation::ObjectsInsert, t).is_some())
+            .map(|_| engine.decide(Operation::ObjectsInsert, None, t).is_some())
             .collect();
         assert_eq!(shed, [false, false, true, true]);
-        assert_eq!(engine.decide(Operation::ObjectsGet, t), None);
+        assert_eq!(engine.decide(Operation::ObjectsGet, None, t), None);
+    }
+
+    #[test]
+    fn refusals_apply_to_matching_writes_when_no_window_takes_them() {
+        let text = r#"
+[[fault]]
+from = "0s"
+until = "1s"
+mix = { "503" = 1.0 }
+
+[[refuse]]
+prefix = "poison/"
+"#;
+        let plan = FaultPlan::from_toml(text).unwrap();
+        let mut engine = FaultEngine::new(plan, 1);
+        let insert = Operation::ObjectsInsert;
+        let during = Duration::from_millis(500);
+        let after = Duration::from_secs(2);
+        // The outage answers first; afterwards the permanent refusal shows.
+        assert_eq!(
+            engine
+                .decide(insert, Some("poison/a"), during)
+                .map(|(f, _)| f.label()),
+            Some("503".to_string())
+        );
+        assert_eq!(
+            engine.decide(insert, Some("poison/a"), after),
+            Some((Fault::Refused { rule: 0 }, Action::Respond(403)))
+        );
+        assert_eq!(engine.decide(insert, Some("ok/a"), after), None);
+        assert_eq!(
+            engine.decide(Operation::ObjectsGet, Some("poison/a"), after),
+            None
+        );
+    }
+
+    #[test]
+    fn a_refusal_must_be_a_permanent_client_error() {
+        let err = FaultPlan::from_toml("[[refuse]]\nprefix = \"p\"\nstatus = 503\n").unwrap_err();
+        assert_eq!(err.field, "refuse[0].status");
+        let err = FaultPlan::from_toml("[[refuse]]\nprefix = \"\"\n").unwrap_err();
+        assert_eq!(err.field, "refuse[0].prefix");
     }
 }

@@ -646,6 +646,7 @@ impl FakeGcs {
     fn arrive(
         &self,
         op: Operation,
+        object: Option<&str>,
         test_id: Option<&str>,
         at: Duration,
     ) -> Result<Option<(Fault, Action)>, UnknownTest> {
@@ -664,7 +665,7 @@ impl FakeGcs {
                 Fault::Scripted(instruction),
                 Action::from_instruction(&instruction),
             )),
-            None => state.faults.decide(op, at),
+            None => state.faults.decide(op, object, at),
         };
         if let Some((fault, _)) = &decision {
             *state.stats.by_fault.entry(fault.label()).or_default() += 1;
@@ -701,7 +702,7 @@ pub(crate) async fn handle(
     let has_body = !body.is_end_stream();
     let mut body = BodyReader::new(body, fake.inner.limits.max_request_bytes);
     let test_id = header(&parts.headers, "x-retry-test-id");
-    let action = match fake.arrive(operation, test_id, at) {
+    let action = match fake.arrive(operation, track.object.as_deref(), test_id, at) {
         Ok(decision) => decision.map(|(fault, action)| {
             track.fault = Some(fault);
             action

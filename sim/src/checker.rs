@@ -1,0 +1,453 @@
+//! The invariants, checked after every run from outside the system they judge: the
+//! producers' ledger (what callers were told), the fake's bucket (what landed), and
+//! each host's final inventory (what its spool still holds or set aside).
+//!
+//! | invariant | holds when |
+//! |---|---|
+//! | `acknowledged_writes_delivered` | every write acknowledged (stored or spooled) is in the bucket with its bytes, or visibly set aside (dead-letter, quarantine) or still pending in a spool |
+//! | `bucket_holds_only_what_was_written` | every object was issued by a producer, with the same size and crc32c |
+//! | `callers_told_and_counted` | no caller is left without an answer, and each boot's `uploads_total` equals what its callers were told |
+//! | `unknown_only_at_crashes` | writes without an answer exist only where a process died mid-upload |
+//! | `spool_ends_empty` | every spool is empty at the end, or the store was still failing (explained) or the drain was still progressing (explained) |
+//! | `gauges_match_disk_after_reopen` | after every open, `spool_files`/`spool_bytes` equal the entry files on the simulated disk |
+//! | `only_poison_dead_lettered` | nothing but poison objects was dead-lettered, and no poison object is in the bucket |
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::ledger::{Told, parse_object_name};
+use crate::scenario::EventKind;
+use crate::world::RunOutput;
+
+/// Whether an invariant held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// It held.
+    Held,
+    /// It held in the only way the run allows, with the reason (for example the
+    /// scenario ends mid-outage, so the spool cannot be empty).
+    Explained(String),
+    /// It failed; the detail says how.
+    Failed(String),
+}
+
+/// One checked invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invariant {
+    /// Stable name (used in `report.json`).
+    pub name: &'static str,
+    /// What it says, for people.
+    pub statement: &'static str,
+    /// Whether it held.
+    pub status: Status,
+}
+
+impl Invariant {
+    /// False only for [`Status::Failed`].
+    pub fn held(&self) -> bool {
+        !matches!(self.status, Status::Failed(_))
+    }
+}
+
+/// Where every write ended up.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Writes issued.
+    pub writes: u64,
+    /// Callers told `Stored`.
+    pub stored: u64,
+    /// Callers told `Spooled`.
+    pub spooled: u64,
+    /// Callers told the spool was full (backpressure).
+    pub rejected: u64,
+    /// Callers told of another error.
+    pub failed: u64,
+    /// Writes in flight when their process died.
+    pub unknown: u64,
+    /// Unknown writes that landed anyway.
+    pub unknown_landed: u64,
+    /// Rejected or failed writes that landed anyway (commit-then-fail).
+    pub refused_landed: u64,
+    /// Objects in the bucket.
+    pub in_bucket: u64,
+    /// Acknowledged writes in the bucket.
+    pub delivered: u64,
+    /// Acknowledged writes still in a spool at the end.
+    pub pending: u64,
+    /// Acknowledged writes in a dead-letter folder.
+    pub dead_lettered: u64,
+    /// Acknowledged writes in a quarantine folder.
+    pub quarantined: u64,
+    /// Acknowledged writes that are nowhere: the failure the bench exists to catch.
+    pub lost: u64,
+    /// Objects whose size or crc32c differ from what was written.
+    pub corrupt: u64,
+    /// Objects no producer wrote.
+    pub foreign: u64,
+    /// Poison objects found in the bucket.
+    pub poison_in_bucket: u64,
+    /// Dead-lettered objects that were not poison.
+    pub good_dead_lettered: u64,
+    /// 412 answers: retries that found their object already written (duplicates
+    /// avoided).
+    pub duplicates_avoided: u64,
+}
+
+/// The checker's findings.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// Every invariant, in the order of the module table.
+    pub invariants: Vec<Invariant>,
+    /// Where every write ended up.
+    pub tally: Tally,
+    /// Up to ten examples of lost writes (object names), for debugging.
+    pub lost_examples: Vec<String>,
+}
+
+impl Verdict {
+    /// True when every invariant held (or was explained).
+    pub fn passed(&self) -> bool {
+        self.invariants.iter().all(Invariant::held)
+    }
+}
+
+const IN_BUCKET: u8 = 1;
+const PENDING: u8 = 2;
+const DEAD: u8 = 4;
+const QUARANTINED: u8 = 8;
+
+/// Checks every invariant on a finished run.
+pub fn check(run: &RunOutput) -> Verdict {
+    let ledger = &run.ledger;
+    let mut flags: Vec<Vec<u8>> = ledger
+        .hosts()
+        .iter()
+        .map(|h| vec![0; h.writes.len()])
+        .collect();
+    let mut tally = Tally {
+        in_bucket: run.bucket.len() as u64,
+        duplicates_avoided: run.fake.precondition_failures,
+        ..Tally::default()
+    };
+
+    for object in &run.bucket {
+        let write = parse_object_name(&object.name)
+            .and_then(|(host, seq, poison)| Some((host, seq, poison, ledger.get(host, seq)?)));
+        match write {
+            Some((host, seq, poison, w)) if w.poison == poison => {
+                if u64::from(w.size) != object.size || w.crc32c != object.crc32c {
+                    tally.corrupt += 1;
+                }
+                if poison {
+                    tally.poison_in_bucket += 1;
+                }
+                flags[host as usize][seq as usize] |= IN_BUCKET;
+            }
+            _ => tally.foreign += 1,
+        }
+    }
+    for inventory in run.recorder.inventories.values() {
+        for (names, flag) in [
+            (&inventory.pending, PENDING),
+            (&inventory.dead_letter, DEAD),
+            (&inventory.quarantine, QUARANTINED),
+        ] {
+            for name in names {
+                if let Some((host, seq, poison)) = parse_object_name(name)
+                    && let Some(f) = flags
+                        .get_mut(host as usize)
+                        .and_then(|h| h.get_mut(seq as usize))
+                {
+                    *f |= flag;
+                    if flag == DEAD && !poison {
+                        tally.good_dead_lettered += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    let mut in_flight = 0;
+    let mut lost_examples = Vec::new();
+    for (host, h) in ledger.hosts().iter().enumerate() {
+        for (seq, w) in h.writes.iter().enumerate() {
+            let f = flags[host][seq];
+            tally.writes += 1;
+            match w.told {
+                Told::Stored => tally.stored += 1,
+                Told::Spooled => tally.spooled += 1,
+                Told::Rejected => tally.rejected += 1,
+                Told::Failed => tally.failed += 1,
+                Told::Unknown => tally.unknown += 1,
+                Told::InFlight => in_flight += 1,
+            }
+            if w.told.acknowledged() {
+                if f & IN_BUCKET != 0 {
+                    tally.delivered += 1;
+                } else if f & DEAD != 0 {
+                    tally.dead_lettered += 1;
+                } else if f & QUARANTINED != 0 {
+                    tally.quarantined += 1;
+                } else if f & PENDING != 0 {
+                    tally.pending += 1;
+                } else {
+                    tally.lost += 1;
+                    if lost_examples.len() < 10 {
+                        lost_examples.push(crate::ledger::object_name(
+                            host as u32,
+                            seq as u64,
+                            w.poison,
+                        ));
+                    }
+                }
+            } else if f & IN_BUCKET != 0 {
+                match w.told {
+                    Told::Unknown | Told::InFlight => tally.unknown_landed += 1,
+                    _ => tally.refused_landed += 1,
+                }
+            }
+        }
+    }
+
+    let invariants = vec![
+        Invariant {
+            name: "acknowledged_writes_delivered",
+            statement: "Every write the app acknowledged (stored or spooled) is in the bucket with the same bytes, or visibly set aside, or still pending in a spool",
+            status: if tally.lost == 0 {
+                Status::Held
+            } else {
+                Status::Failed(format!(
+                    "{} acknowledged writes are nowhere (e.g. {})",
+                    tally.lost,
+                    lost_examples.join(", ")
+                ))
+            },
+        },
+        Invariant {
+            name: "bucket_holds_only_what_was_written",
+            statement: "Nothing is in the bucket that no producer wrote, and every object has the bytes it was written with",
+            status: if tally.foreign == 0 && tally.corrupt == 0 {
+                Status::Held
+            } else {
+                Status::Failed(format!(
+                    "{} unknown objects, {} with wrong bytes",
+                    tally.foreign, tally.corrupt
+                ))
+            },
+        },
+        callers_told_and_counted(run, in_flight),
+        unknown_only_at_crashes(run, &tally),
+        spool_ends_empty(run),
+        gauges_match_disk(run),
+        Invariant {
+            name: "only_poison_dead_lettered",
+            statement: "Only objects the store refuses for good are dead-lettered, and none of them is in the bucket",
+            status: if tally.good_dead_lettered == 0 && tally.poison_in_bucket == 0 {
+                Status::Held
+            } else {
+                Status::Failed(format!(
+                    "{} good objects dead-lettered, {} poison objects in the bucket",
+                    tally.good_dead_lettered, tally.poison_in_bucket
+                ))
+            },
+        },
+    ];
+    Verdict {
+        invariants,
+        tally,
+        lost_examples,
+    }
+}
+
+fn callers_told_and_counted(run: &RunOutput, in_flight: u64) -> Invariant {
+    let mut told: BTreeMap<(u32, u16), BTreeMap<&'static str, u64>> = BTreeMap::new();
+    for (host, h) in run.ledger.hosts().iter().enumerate() {
+        for w in &h.writes {
+            let outcome = match w.told {
+                Told::Stored => "stored",
+                Told::Spooled => "spooled",
+                Told::Rejected => "rejected",
+                Told::Failed => "failed",
+                Told::Unknown | Told::InFlight => continue,
+            };
+            *told
+                .entry((host as u32, w.boot))
+                .or_default()
+                .entry(outcome)
+                .or_default() += 1;
+        }
+    }
+    let mut problems = Vec::new();
+    if in_flight > 0 {
+        problems.push(format!("{in_flight} callers never got an answer"));
+    }
+    for (&(host, boot), counted) in &run.recorder.boot_uploads {
+        let said = told.remove(&(host, boot)).unwrap_or_default();
+        for outcome in ["stored", "spooled", "rejected", "failed"] {
+            let (c, t) = (
+                counted.get(outcome).copied().unwrap_or(0),
+                said.get(outcome).copied().unwrap_or(0),
+            );
+            if c != t {
+                problems.push(format!("host {host} boot {boot}: uploads_total{{outcome=\"{outcome}\"}} is {c}, callers were told {t}"));
+            }
+        }
+    }
+    for ((host, boot), said) in told {
+        problems.push(format!(
+            "host {host} boot {boot}: {} answered writes but no counters recorded",
+            said.values().sum::<u64>()
+        ));
+    }
+    Invariant {
+        name: "callers_told_and_counted",
+        statement: "Every caller was told what happened to its write (refusals included), and the metrics count exactly what callers were told",
+        status: if problems.is_empty() {
+            Status::Held
+        } else {
+            Status::Failed(problems.join("; "))
+        },
+    }
+}
+
+fn unknown_only_at_crashes(run: &RunOutput, tally: &Tally) -> Invariant {
+    let deaths = run
+        .recorder
+        .timeline
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Crash | EventKind::Restart))
+        .count();
+    let recorded: u64 = run.recorder.timeline.iter().map(|e| e.unknown).sum();
+    let status = if tally.unknown != recorded {
+        Status::Failed(format!(
+            "{} unknown writes but {recorded} were in flight at crashes or restarts",
+            tally.unknown
+        ))
+    } else if deaths == 0 && tally.unknown > 0 {
+        Status::Failed(format!(
+            "{} writes unanswered without any crash",
+            tally.unknown
+        ))
+    } else if tally.unknown > 0 {
+        Status::Explained(format!(
+            "{} writes were in flight at {deaths} crashes or restarts: {} landed, {} did not (their callers got no answer and would retry)",
+            tally.unknown,
+            tally.unknown_landed,
+            tally.unknown - tally.unknown_landed
+        ))
+    } else {
+        Status::Held
+    };
+    Invariant {
+        name: "unknown_only_at_crashes",
+        statement: "Writes in flight when a process died are counted as unknown (landed or not), never as lost; there are no others",
+        status,
+    }
+}
+
+fn spool_ends_empty(run: &RunOutput) -> Invariant {
+    let left: u64 = run
+        .recorder
+        .inventories
+        .values()
+        .map(|i| i.stats.files)
+        .sum();
+    let bytes: u64 = run
+        .recorder
+        .inventories
+        .values()
+        .map(|i| i.stats.bytes)
+        .sum();
+    let scenario = &run.scenario;
+    let end = scenario.duration;
+    let still_failing = scenario
+        .faults
+        .windows
+        .iter()
+        .any(|w| w.from < end && w.until.is_none_or(|u| u >= end) && !w.mix.is_empty());
+    let status = if !run.unfinished_hosts.is_empty() {
+        Status::Failed(format!(
+            "hosts {:?} did not finish their wind-down",
+            run.unfinished_hosts
+        ))
+    } else if left == 0 {
+        Status::Held
+    } else if still_failing {
+        Status::Explained(format!(
+            "{left} entries ({bytes} bytes) left: the store was still failing when the scenario ended"
+        ))
+    } else {
+        match drain_progress(run) {
+            Some(rate) if rate > 0.0 => Status::Explained(format!(
+                "{left} entries ({bytes} bytes) left, still draining at {rate:.1} entries/s at the end: about {} more",
+                humantime::format_duration(Duration::from_secs((left as f64 / rate).ceil() as u64))
+            )),
+            _ => Status::Failed(format!(
+                "{left} entries ({bytes} bytes) left and the drain made no progress over the last minute"
+            )),
+        }
+    };
+    Invariant {
+        name: "spool_ends_empty",
+        statement: "Every spool ends empty, or the report says how much is left and why",
+        status,
+    }
+}
+
+/// Entries drained per second over the last minute of samples, all hosts.
+fn drain_progress(run: &RunOutput) -> Option<f64> {
+    let recorder = &run.recorder;
+    let last = recorder.index(run.scenario.duration);
+    let window =
+        (Duration::from_secs(60).as_nanos() / recorder.sample.as_nanos().max(1)).max(1) as u64;
+    let first = last.saturating_sub(window);
+    let mut drained = 0;
+    for samples in &recorder.host_samples {
+        let (Some((_, a)), Some((_, b))) = (
+            samples.range(first..=last).next(),
+            samples.range(first..=last).next_back(),
+        ) else {
+            continue;
+        };
+        if a.boot == b.boot {
+            drained += b.drained.saturating_sub(a.drained);
+        }
+    }
+    let seconds = (window as f64) * recorder.sample.as_secs_f64();
+    Some(drained as f64 / seconds)
+}
+
+fn gauges_match_disk(run: &RunOutput) -> Invariant {
+    let mismatches: Vec<String> = run
+        .recorder
+        .reopens
+        .iter()
+        .filter(|c| c.open_error.is_none() && c.gauges != c.on_disk)
+        .map(|c| {
+            format!(
+                "host {} boot {} at {:?}: gauges say {} files/{} bytes, disk has {}/{}",
+                c.host, c.boot, c.at, c.gauges.0, c.gauges.1, c.on_disk.0, c.on_disk.1
+            )
+        })
+        .collect();
+    let failed_opens = run
+        .recorder
+        .reopens
+        .iter()
+        .filter(|c| c.open_error.is_some())
+        .count();
+    let status = if !mismatches.is_empty() {
+        Status::Failed(mismatches.join("; "))
+    } else if failed_opens > 0 {
+        Status::Explained(format!(
+            "{failed_opens} opens failed on disk errors and were retried; every open that succeeded matched the disk"
+        ))
+    } else {
+        Status::Held
+    };
+    Invariant {
+        name: "gauges_match_disk_after_reopen",
+        statement: "After every (re)open, spool_files and spool_bytes equal the entry files on disk",
+        status,
+    }
+}

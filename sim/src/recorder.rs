@@ -1,0 +1,129 @@
+//! What the run records as it goes, outside the hosts (so it survives their crashes):
+//! each host's sampled gauges and counters, the fake's requests per interval, the
+//! timeline of events, the checks made at every reopen, and each host's final
+//! inventory. The report turns it into a time series.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use spool::Stats;
+
+use crate::scenario::EventKind;
+
+/// One host's gauges and counters at a sample instant.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HostSample {
+    /// Which boot of the host took it (counters restart with each boot).
+    pub boot: u16,
+    /// The spool's stats.
+    pub stats: Stats,
+    /// `drained_total` (both ways) since the boot.
+    pub drained: u64,
+    /// `dead_lettered_total` since the boot.
+    pub dead_lettered: u64,
+    /// `quarantined_total` since the boot.
+    pub quarantined: u64,
+    /// `drain_retries_total` since the boot.
+    pub drain_retries: u64,
+}
+
+/// The fake's requests in one interval.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// Requests received.
+    pub requests: u64,
+    /// Objects committed.
+    pub committed: u64,
+    /// Failed requests by kind: the injected fault's label (`503`, `hang`, `shed`,
+    /// ...) or the status (`412`, `403`).
+    pub errors: BTreeMap<String, u64>,
+}
+
+/// Something that happened to a host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineEvent {
+    /// When, from t = 0.
+    pub at: Duration,
+    /// The host.
+    pub host: u32,
+    /// What.
+    pub kind: EventKind,
+    /// How long it stayed down.
+    pub down_for: Duration,
+    /// Writes in flight that became unknown.
+    pub unknown: u64,
+}
+
+/// The check made right after a spool was opened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReopenCheck {
+    /// When, from t = 0.
+    pub at: Duration,
+    /// The host.
+    pub host: u32,
+    /// Its boot.
+    pub boot: u16,
+    /// `spool_files` and `spool_bytes` after open.
+    pub gauges: (u64, u64),
+    /// Entry files and their bytes, listed independently on the simulated disk.
+    pub on_disk: (u64, u64),
+    /// Temp files open deleted, and entries it quarantined.
+    pub temp_removed: u64,
+    /// Entries quarantined at this open.
+    pub quarantined: u64,
+    /// Open failed: why.
+    pub open_error: Option<String>,
+}
+
+/// What a host's spool held when the run ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Inventory {
+    /// Object names still pending in `entries/`.
+    pub pending: Vec<String>,
+    /// Object names in `dead-letter/`.
+    pub dead_letter: Vec<String>,
+    /// Object names in `quarantine/` (those whose header could be read).
+    pub quarantine: Vec<String>,
+    /// The spool's final stats.
+    pub stats: Stats,
+    /// The counters of the final boot: `uploads_total` by outcome.
+    pub uploads: BTreeMap<&'static str, u64>,
+}
+
+/// Everything recorded during a run.
+#[derive(Debug, Clone, Default)]
+pub struct Recorder {
+    /// The sample interval.
+    pub sample: Duration,
+    /// Per host, samples by interval index.
+    pub host_samples: Vec<BTreeMap<u64, HostSample>>,
+    /// The fake's requests by interval index.
+    pub requests: BTreeMap<u64, RequestCounts>,
+    /// Objects in the bucket at each sample instant (by interval index).
+    pub in_bucket: BTreeMap<u64, u64>,
+    /// Crashes, restarts and deploys as they happened.
+    pub timeline: Vec<TimelineEvent>,
+    /// The check after every open.
+    pub reopens: Vec<ReopenCheck>,
+    /// Per host and boot, `uploads_total` by outcome at the end of the boot (or its
+    /// last sample before a crash).
+    pub boot_uploads: BTreeMap<(u32, u16), BTreeMap<&'static str, u64>>,
+    /// Each host's final inventory.
+    pub inventories: BTreeMap<u32, Inventory>,
+}
+
+impl Recorder {
+    /// A recorder for `hosts` hosts sampling every `sample`.
+    pub fn new(hosts: u32, sample: Duration) -> Self {
+        Self {
+            sample,
+            host_samples: vec![BTreeMap::new(); hosts as usize],
+            ..Self::default()
+        }
+    }
+
+    /// The interval index of time `t`.
+    pub fn index(&self, t: Duration) -> u64 {
+        (t.as_nanos() / self.sample.as_nanos().max(1)) as u64
+    }
+}

@@ -1,0 +1,947 @@
+//! Scenario files: what a run simulates, in TOML.
+//!
+//! Parsed in two steps (as ripgrep does with its flags): serde into raw structs with
+//! `deny_unknown_fields`, so a wrong key or type is a TOML error with its line; then a
+//! checked conversion into [`Scenario`] whose errors name the file, the line and the
+//! field (`scenarios/x.toml:14: drainer.cap: must be at least drainer.base (2s)`).
+//!
+//! ```toml
+//! name = "demo"
+//! seed = 42
+//! start = 2026-10-08T10:00:00Z   # simulated wall time at t = 0 (TOML datetime or RFC 3339 string)
+//! duration = "20s"
+//! tick = "10ms"                  # simulation step (default 10ms)
+//! sample = "1s"                  # time-series interval (default 1s)
+//!
+//! [workload]
+//! hosts = 1                      # app hosts (default 1)
+//! rate = 50                      # writes per second per host, Poisson arrivals
+//! stop_at = "10s"                # producers stop (default: at the end)
+//! size = "1KiB"                  # or { min = "256B", max = "4KiB" } (log-uniform)
+//! poison = 0.0                   # share of writes the store refuses for good (403)
+//!
+//! [spool]                        # spool::SpoolConfig
+//! max_files = 200
+//! max_bytes = "5MiB"
+//!
+//! [uploader]                     # spool::UploaderConfig
+//! put_timeout = "2s"
+//!
+//! [drainer]                      # spool::DrainerConfig
+//! workers = 4
+//! base = "100ms"
+//! cap = "2s"
+//! jitter = "full"                # none | equal | full | decorrelated
+//! put_timeout = "2s"
+//!
+//! [[fault]]                      # the fake GCS's fault windows (see docs/fake-gcs.md);
+//! from = "2s"                    # from/until also take RFC 3339 times
+//! until = "8s"
+//! mix = { "503" = 0.5, hang = 0.5 }
+//!
+//! [[event]]
+//! at = "5s"                      # or an RFC 3339 time
+//! kind = "crash"                 # crash (power loss) | restart (process only) | deploy (graceful)
+//! host = 0                       # or "all" (default 0)
+//! down_for = "1s"
+//!
+//! [disk]                         # turmoil FsConfig, per host
+//! capacity = "10MiB"
+//! io_error_probability = 0.0
+//! corruption_probability = 0.0
+//! torn_write_block = "4KiB"
+//! sync_probability = 0.0
+//!
+//! [network]
+//! min_latency = "1ms"
+//! max_latency = "10ms"
+//! ```
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytesize::ByteSize;
+use serde::Deserialize;
+use spool::{BackoffConfig, DrainerConfig, Jitter, SpoolConfig, UploaderConfig};
+
+use crate::gcs::faults::FaultPlan;
+
+/// A checked scenario, ready to run.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Short name; reports go to `reports/<name>/`.
+    pub name: String,
+    /// The seed every random choice of the run derives from.
+    pub seed: u64,
+    /// Simulated wall-clock time at t = 0.
+    pub start: SystemTime,
+    /// Length of the run.
+    pub duration: Duration,
+    /// Simulation step.
+    pub tick: Duration,
+    /// Time-series interval.
+    pub sample: Duration,
+    /// The producers.
+    pub workload: Workload,
+    /// Each host's spool.
+    pub spool: SpoolConfig,
+    /// Each host's uploader.
+    pub uploader: UploaderConfig,
+    /// Each host's drainer (its seed is derived per host and boot).
+    pub drainer: DrainerConfig,
+    /// What the fake Cloud Storage does over time, with offsets from t = 0.
+    pub faults: FaultPlan,
+    /// Crashes, restarts and deploys, in time order.
+    pub events: Vec<Event>,
+    /// Disk faults, per host.
+    pub disk: DiskFaults,
+    /// Network latency between hosts.
+    pub network: Network,
+    /// The file's text, kept for the report.
+    pub source: String,
+}
+
+/// The producers' load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workload {
+    /// App hosts.
+    pub hosts: u32,
+    /// Writes per second per host (Poisson arrivals).
+    pub rate: f64,
+    /// When producers stop issuing writes.
+    pub stop_at: Duration,
+    /// Object sizes.
+    pub size: SizeDist,
+    /// Share of writes named `poison/...`, which the fake refuses with 403.
+    pub poison: f64,
+}
+
+/// Object size distribution.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SizeDist {
+    /// Every object this size.
+    Fixed(u64),
+    /// Log-uniform between the bounds (inclusive).
+    LogUniform {
+        /// Smallest size.
+        min: u64,
+        /// Largest size.
+        max: u64,
+    },
+}
+
+impl SizeDist {
+    /// The mean size in bytes.
+    pub fn mean(&self) -> f64 {
+        match *self {
+            SizeDist::Fixed(n) => n as f64,
+            SizeDist::LogUniform { min, max } if min == max => min as f64,
+            SizeDist::LogUniform { min, max } => {
+                let (a, b) = (min.max(1) as f64, max as f64);
+                (b - a) / (b / a).ln()
+            }
+        }
+    }
+}
+
+/// What happens to a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum EventKind {
+    /// Power loss: the process dies and unsynced data is gone.
+    Crash,
+    /// The process dies; the page cache (unsynced data) survives.
+    Restart,
+    /// Graceful stop (in-flight uploads finish, the drainer stops between entries),
+    /// then start.
+    Deploy,
+}
+
+impl EventKind {
+    /// The name used in scenario files and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Crash => "crash",
+            EventKind::Restart => "restart",
+            EventKind::Deploy => "deploy",
+        }
+    }
+}
+
+/// A scheduled event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// When, as an offset from t = 0.
+    pub at: Duration,
+    /// What.
+    pub kind: EventKind,
+    /// Which hosts (indices).
+    pub hosts: Vec<u32>,
+    /// How long the host stays down before its software starts again.
+    pub down_for: Duration,
+}
+
+/// Disk faults for turmoil's simulated file system.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DiskFaults {
+    /// Bytes per host before writes fail with ENOSPC.
+    pub capacity: Option<u64>,
+    /// Probability that a read or write fails with EIO.
+    pub io_error_probability: f64,
+    /// Probability that a read returns silently corrupted bytes.
+    pub corruption_probability: f64,
+    /// Block size for torn writes at a crash.
+    pub torn_write_block: Option<u64>,
+    /// Probability that a write is flushed early (survives a crash unsynced).
+    pub sync_probability: f64,
+}
+
+/// Network latency between hosts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Network {
+    /// Smallest one-way message latency.
+    pub min_latency: Duration,
+    /// Largest one-way message latency.
+    pub max_latency: Duration,
+}
+
+/// A scenario that cannot be run, with where and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {}{message}", location(file, *line), field.as_deref().map(|f| format!("{f}: ")).unwrap_or_default())]
+pub struct ScenarioError {
+    /// The file.
+    pub file: String,
+    /// The line, when known.
+    pub line: Option<usize>,
+    /// The field path (`drainer.cap`, `fault[1].mix`), when known.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn location(file: &str, line: Option<usize>) -> String {
+    match line {
+        Some(line) => format!("{file}:{line}"),
+        None => file.to_string(),
+    }
+}
+
+/// Reads and checks the scenario file at `path`.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: file.clone(),
+        line: None,
+        field: None,
+        message: format!("cannot read: {e}"),
+    })?;
+    parse(&file, &text)
+}
+
+/// Parses and checks scenario `text`; `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+    let raw: RawScenario = toml::from_str(text).map_err(|e| ScenarioError {
+        file: file.to_string(),
+        line: e.span().map(|s| line_at(text, s.start)),
+        field: None,
+        message: e.message().trim_end().to_string(),
+    })?;
+    let error = |field: &str, message: String| ScenarioError {
+        file: file.to_string(),
+        line: locate(text, field),
+        field: Some(field.to_string()),
+        message,
+    };
+    raw.check(text)
+        .map_err(|(field, message)| error(&field, message))
+}
+
+/// The 1-based line of byte offset `at`.
+fn line_at(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line where the field at `path` (`a.b`, `fault[2].mix`) is written, if found.
+pub fn locate(text: &str, path: &str) -> Option<usize> {
+    use toml::de::{DeTable, DeValue};
+    let root = DeTable::parse(text).ok()?;
+    let mut span = root.span();
+    let mut value: Option<&toml::Spanned<DeValue>> = None;
+    let mut table = Some(root.get_ref());
+    for segment in path.split('.') {
+        let (key, index) = match segment.split_once('[') {
+            Some((key, rest)) => (key, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (segment, None),
+        };
+        let mut next = match (table, value) {
+            (Some(t), _) => t.get(key)?,
+            (None, Some(v)) => v.get_ref().get(key)?,
+            _ => return None,
+        };
+        if let Some(i) = index {
+            next = next.get_ref().get(i)?;
+        }
+        span = next.span();
+        value = Some(next);
+        table = None;
+    }
+    Some(line_at(text, span.start))
+}
+
+fn default_tick() -> Duration {
+    Duration::from_millis(10)
+}
+
+fn default_sample() -> Duration {
+    Duration::from_secs(1)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: String,
+    seed: u64,
+    start: TimeOrOffset,
+    #[serde(with = "humantime_serde")]
+    duration: Duration,
+    #[serde(default = "default_tick", with = "humantime_serde")]
+    tick: Duration,
+    #[serde(default = "default_sample", with = "humantime_serde")]
+    sample: Duration,
+    workload: RawWorkload,
+    #[serde(default)]
+    spool: RawSpool,
+    #[serde(default)]
+    uploader: RawUploader,
+    #[serde(default)]
+    drainer: RawDrainer,
+    #[serde(default, rename = "fault")]
+    faults: Vec<toml::Table>,
+    #[serde(default)]
+    capacity: Option<toml::Table>,
+    #[serde(default, rename = "event")]
+    events: Vec<RawEvent>,
+    #[serde(default)]
+    disk: RawDisk,
+    #[serde(default)]
+    network: RawNetwork,
+}
+
+/// A time written as a TOML datetime, an RFC 3339 string, or a duration offset.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum TimeOrOffset {
+    Datetime(toml::value::Datetime),
+    Text(String),
+}
+
+impl TimeOrOffset {
+    /// As an absolute time, if it is one.
+    fn absolute(&self) -> Result<Option<SystemTime>, String> {
+        let text = match self {
+            TimeOrOffset::Datetime(d) => d.to_string(),
+            TimeOrOffset::Text(t) => t.clone(),
+        };
+        if humantime::parse_duration(&text).is_ok() {
+            return Ok(None);
+        }
+        humantime::parse_rfc3339_weak(&text)
+            .map(Some)
+            .map_err(|e| format!("{text:?} is neither an RFC 3339 time nor a duration: {e}"))
+    }
+
+    /// As an offset from `start`.
+    fn offset(&self, start: SystemTime) -> Result<Duration, String> {
+        match self.absolute()? {
+            Some(t) => t.duration_since(start).map_err(|_| {
+                format!(
+                    "{} is before the scenario start",
+                    humantime::format_rfc3339(t)
+                )
+            }),
+            None => match self {
+                TimeOrOffset::Text(t) => Ok(humantime::parse_duration(t).expect("checked above")),
+                TimeOrOffset::Datetime(_) => unreachable!("a datetime is absolute"),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    #[serde(default = "one")]
+    hosts: u32,
+    rate: f64,
+    #[serde(default, with = "humantime_serde")]
+    stop_at: Option<Duration>,
+    size: RawSize,
+    #[serde(default)]
+    poison: f64,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawSize {
+    Fixed(ByteSize),
+    Range { min: ByteSize, max: ByteSize },
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpool {
+    max_files: Option<u64>,
+    max_bytes: Option<ByteSize>,
+    remove_sync_batch: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUploader {
+    #[serde(default, with = "humantime_serde")]
+    put_timeout: Option<Duration>,
+    ordered: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDrainer {
+    workers: Option<usize>,
+    #[serde(default, with = "humantime_serde")]
+    put_timeout: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    base: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    cap: Option<Duration>,
+    jitter: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEvent {
+    at: TimeOrOffset,
+    kind: String,
+    #[serde(default)]
+    host: Option<RawHost>,
+    #[serde(default, with = "humantime_serde")]
+    down_for: Option<Duration>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawHost {
+    Index(u32),
+    Name(String),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDisk {
+    capacity: Option<ByteSize>,
+    #[serde(default)]
+    io_error_probability: f64,
+    #[serde(default)]
+    corruption_probability: f64,
+    torn_write_block: Option<ByteSize>,
+    #[serde(default)]
+    sync_probability: f64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNetwork {
+    #[serde(default, with = "humantime_serde")]
+    min_latency: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    max_latency: Option<Duration>,
+}
+
+type Checked<T> = Result<T, (String, String)>;
+
+fn ensure(ok: bool, field: &str, message: impl Into<String>) -> Checked<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err((field.to_string(), message.into()))
+    }
+}
+
+fn probability(value: f64, field: &str) -> Checked<f64> {
+    ensure(
+        (0.0..=1.0).contains(&value),
+        field,
+        format!("{value} is not a probability in [0, 1]"),
+    )?;
+    Ok(value)
+}
+
+impl RawScenario {
+    fn check(self, text: &str) -> Checked<Scenario> {
+        ensure(!self.name.is_empty(), "name", "must not be empty")?;
+        ensure(
+            self.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)),
+            "name",
+            format!(
+                "{:?} may only use letters, digits, '-', '_' and '.' (it names the report folder)",
+                self.name
+            ),
+        )?;
+        let start = self
+            .start
+            .absolute()
+            .map_err(|m| ("start".to_string(), m))?
+            .ok_or_else(|| ("start".to_string(), "must be an RFC 3339 time".to_string()))?;
+        ensure(
+            !self.duration.is_zero(),
+            "duration",
+            "must be longer than zero",
+        )?;
+        ensure(
+            self.tick > Duration::ZERO && self.tick <= Duration::from_secs(1),
+            "tick",
+            "must be between 1ns and 1s",
+        )?;
+        ensure(
+            self.sample >= self.tick,
+            "sample",
+            format!("must be at least the tick ({:?})", self.tick),
+        )?;
+        let workload = self.workload.check(self.duration)?;
+        let spool = self.spool.check()?;
+        let uploader = self.uploader.check()?;
+        let drainer = self.drainer.check()?;
+        let faults = faults(&self.faults, self.capacity.as_ref(), start)?;
+        let mut events = Vec::with_capacity(self.events.len());
+        for (i, raw) in self.events.iter().enumerate() {
+            events.push(raw.check(i, start, self.duration, workload.hosts)?);
+        }
+        events.sort_by_key(|e| e.at);
+        let disk = self.disk.check()?;
+        let network = self.network.check()?;
+        let _ = text;
+        Ok(Scenario {
+            name: self.name,
+            seed: self.seed,
+            start,
+            duration: self.duration,
+            tick: self.tick,
+            sample: self.sample,
+            workload,
+            spool,
+            uploader,
+            drainer,
+            faults,
+            events,
+            disk,
+            network,
+            source: text.to_string(),
+        })
+    }
+}
+
+impl RawWorkload {
+    fn check(self, duration: Duration) -> Checked<Workload> {
+        ensure(
+            (1..=64).contains(&self.hosts),
+            "workload.hosts",
+            "must be between 1 and 64",
+        )?;
+        ensure(
+            self.rate > 0.0 && self.rate <= 100_000.0,
+            "workload.rate",
+            format!("{} writes/s must be above 0 and at most 100000", self.rate),
+        )?;
+        let stop_at = self.stop_at.unwrap_or(duration);
+        ensure(
+            stop_at <= duration,
+            "workload.stop_at",
+            "must not be after the scenario's duration",
+        )?;
+        let size = match self.size {
+            RawSize::Fixed(n) => SizeDist::Fixed(n.as_u64()),
+            RawSize::Range { min, max } => {
+                ensure(
+                    min <= max,
+                    "workload.size",
+                    format!("min {min} is larger than max {max}"),
+                )?;
+                SizeDist::LogUniform {
+                    min: min.as_u64(),
+                    max: max.as_u64(),
+                }
+            }
+        };
+        let max_size = match size {
+            SizeDist::Fixed(n) | SizeDist::LogUniform { max: n, .. } => n,
+        };
+        ensure(
+            max_size <= 64 << 20,
+            "workload.size",
+            "objects above 64 MiB are not simulated",
+        )?;
+        Ok(Workload {
+            hosts: self.hosts,
+            rate: self.rate,
+            stop_at,
+            size,
+            poison: probability(self.poison, "workload.poison")?,
+        })
+    }
+}
+
+impl RawSpool {
+    fn check(self) -> Checked<SpoolConfig> {
+        let default = SpoolConfig::default();
+        let config = SpoolConfig {
+            max_files: self.max_files.unwrap_or(default.max_files),
+            max_bytes: self.max_bytes.map_or(default.max_bytes, |b| b.as_u64()),
+            remove_sync_batch: self.remove_sync_batch.unwrap_or(default.remove_sync_batch),
+        };
+        ensure(
+            config.max_files >= 1,
+            "spool.max_files",
+            "must be at least 1",
+        )?;
+        ensure(
+            config.max_bytes >= 1,
+            "spool.max_bytes",
+            "must be at least 1 byte",
+        )?;
+        ensure(
+            config.remove_sync_batch >= 1,
+            "spool.remove_sync_batch",
+            "must be at least 1",
+        )?;
+        Ok(config)
+    }
+}
+
+impl RawUploader {
+    fn check(self) -> Checked<UploaderConfig> {
+        let default = UploaderConfig::default();
+        let config = UploaderConfig {
+            put_timeout: self.put_timeout.unwrap_or(default.put_timeout),
+            ordered: self.ordered.unwrap_or(default.ordered),
+        };
+        ensure(
+            !config.put_timeout.is_zero(),
+            "uploader.put_timeout",
+            "must be longer than zero",
+        )?;
+        Ok(config)
+    }
+}
+
+impl RawDrainer {
+    fn check(self) -> Checked<DrainerConfig> {
+        let default = DrainerConfig::default();
+        let backoff = BackoffConfig {
+            base: self.base.unwrap_or(default.backoff.base),
+            cap: self.cap.unwrap_or(default.backoff.cap),
+            jitter: match &self.jitter {
+                Some(j) => j
+                    .parse::<Jitter>()
+                    .map_err(|m| ("drainer.jitter".to_string(), m))?,
+                None => default.backoff.jitter,
+            },
+        };
+        let config = DrainerConfig {
+            workers: self.workers.unwrap_or(default.workers),
+            put_timeout: self.put_timeout.unwrap_or(default.put_timeout),
+            backoff,
+            rng_seed: None,
+        };
+        ensure(
+            (1..=256).contains(&config.workers),
+            "drainer.workers",
+            "must be between 1 and 256",
+        )?;
+        ensure(
+            !backoff.base.is_zero(),
+            "drainer.base",
+            "must be longer than zero",
+        )?;
+        ensure(
+            backoff.cap >= backoff.base,
+            "drainer.cap",
+            format!(
+                "must be at least drainer.base ({})",
+                humantime::format_duration(backoff.base)
+            ),
+        )?;
+        ensure(
+            !config.put_timeout.is_zero(),
+            "drainer.put_timeout",
+            "must be longer than zero",
+        )?;
+        Ok(config)
+    }
+}
+
+impl RawEvent {
+    fn check(&self, i: usize, start: SystemTime, duration: Duration, hosts: u32) -> Checked<Event> {
+        let field = |name: &str| format!("event[{i}].{name}");
+        let at = self.at.offset(start).map_err(|m| (field("at"), m))?;
+        ensure(
+            at < duration,
+            &field("at"),
+            "is at or after the end of the scenario",
+        )?;
+        let kind = match self.kind.as_str() {
+            "crash" => EventKind::Crash,
+            "restart" => EventKind::Restart,
+            "deploy" => EventKind::Deploy,
+            other => {
+                return Err((
+                    field("kind"),
+                    format!("unknown kind {other:?}; expected crash, restart or deploy"),
+                ));
+            }
+        };
+        let hosts = match &self.host {
+            None => vec![0],
+            Some(RawHost::Name(n)) if n == "all" => (0..hosts).collect(),
+            Some(RawHost::Name(n)) => {
+                return Err((
+                    field("host"),
+                    format!("{n:?} is not a host index or \"all\""),
+                ));
+            }
+            Some(RawHost::Index(h)) => {
+                ensure(
+                    *h < hosts,
+                    &field("host"),
+                    format!("host {h} does not exist (workload.hosts = {hosts})"),
+                )?;
+                vec![*h]
+            }
+        };
+        Ok(Event {
+            at,
+            kind,
+            hosts,
+            down_for: self.down_for.unwrap_or(Duration::ZERO),
+        })
+    }
+}
+
+impl RawDisk {
+    fn check(self) -> Checked<DiskFaults> {
+        if let Some(block) = self.torn_write_block {
+            ensure(
+                block.as_u64() > 0,
+                "disk.torn_write_block",
+                "must be at least 1 byte",
+            )?;
+        }
+        Ok(DiskFaults {
+            capacity: self.capacity.map(|c| c.as_u64()),
+            io_error_probability: probability(
+                self.io_error_probability,
+                "disk.io_error_probability",
+            )?,
+            corruption_probability: probability(
+                self.corruption_probability,
+                "disk.corruption_probability",
+            )?,
+            torn_write_block: self.torn_write_block.map(|b| b.as_u64()),
+            sync_probability: probability(self.sync_probability, "disk.sync_probability")?,
+        })
+    }
+}
+
+impl RawNetwork {
+    fn check(self) -> Checked<Network> {
+        let min = self.min_latency.unwrap_or(Duration::from_millis(1));
+        let max = self.max_latency.unwrap_or(Duration::from_millis(10));
+        ensure(
+            max >= min,
+            "network.max_latency",
+            "must be at least network.min_latency",
+        )?;
+        Ok(Network {
+            min_latency: min,
+            max_latency: max,
+        })
+    }
+}
+
+/// Converts `[[fault]]` tables (whose `from`/`until` may be RFC 3339 times) and the
+/// `[capacity]` table into the fake's [`FaultPlan`], with offsets from `start`.
+fn faults(
+    raw: &[toml::Table],
+    capacity: Option<&toml::Table>,
+    start: SystemTime,
+) -> Checked<FaultPlan> {
+    let mut windows = Vec::with_capacity(raw.len());
+    for (i, table) in raw.iter().enumerate() {
+        let mut table = table.clone();
+        for key in ["from", "until"] {
+            let Some(value) = table.get(key) else {
+                continue;
+            };
+            let time: TimeOrOffset = value
+                .clone()
+                .try_into()
+                .map_err(|e| (format!("fault[{i}].{key}"), format!("{e}")))?;
+            let offset = time
+                .offset(start)
+                .map_err(|m| (format!("fault[{i}].{key}"), m))?;
+            table.insert(
+                key.into(),
+                toml::Value::String(format!("{}ms", offset.as_millis())),
+            );
+        }
+        windows.push(toml::Value::Table(table));
+    }
+    let mut plan = toml::Table::new();
+    plan.insert("fault".into(), toml::Value::Array(windows));
+    if let Some(capacity) = capacity {
+        plan.insert("capacity".into(), toml::Value::Table(capacity.clone()));
+    }
+    let text = toml::to_string(&plan).map_err(|e| ("fault".to_string(), e.to_string()))?;
+    FaultPlan::from_toml(&text).map_err(|e| (e.field.clone(), e.message.clone()))
+}
+
+impl Scenario {
+    /// Simulated wall-clock time at offset `t`.
+    pub fn wall(&self, t: Duration) -> SystemTime {
+        self.start + t
+    }
+
+    /// Milliseconds since the Unix epoch at offset `t`.
+    pub fn wall_ms(&self, t: Duration) -> u64 {
+        self.wall(t)
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+seed = 7
+start = 2026-10-08T10:00:00Z
+duration = "1h"
+
+[workload]
+rate = 50
+size = { min = "256B", max = "4KiB" }
+
+[drainer]
+workers = 2
+base = "100ms"
+cap = "2s"
+jitter = "decorrelated"
+
+[[fault]]
+from = 2026-10-08T11:00:00Z
+until = "2026-10-08T11:30:00Z"
+mix = { "503" = 0.5, hang = 0.5 }
+
+[[event]]
+at = "30m"
+kind = "crash"
+down_for = "10s"
+"#;
+
+    fn err(text: &str) -> ScenarioError {
+        parse("s.toml", text).unwrap_err()
+    }
+
+    #[test]
+    fn a_good_scenario_converts_times_to_offsets() {
+        let s = parse("s.toml", GOOD).unwrap();
+        assert_eq!(s.duration, Duration::from_secs(3600));
+        assert_eq!(s.tick, Duration::from_millis(10));
+        assert_eq!(s.faults.windows[0].from, Duration::from_secs(3600));
+        assert_eq!(s.faults.windows[0].until, Some(Duration::from_secs(5400)));
+        assert_eq!(s.events[0].at, Duration::from_secs(1800));
+        assert_eq!(s.events[0].kind, EventKind::Crash);
+        assert_eq!(s.drainer.backoff.jitter, Jitter::Decorrelated);
+        assert_eq!(s.drainer.workers, 2);
+        assert_eq!(
+            s.workload.size,
+            SizeDist::LogUniform {
+                min: 256,
+                max: 4096
+            }
+        );
+        assert_eq!(s.wall_ms(Duration::ZERO), 1_791_453_600_000);
+    }
+
+    #[test]
+    fn an_unknown_key_names_its_line() {
+        let e = err(&GOOD.replace("rate = 50", "rat = 50"));
+        assert_eq!(e.line, Some(8), "{e}");
+        assert!(e.to_string().contains("unknown field `rat`"), "{e}");
+        assert!(e.to_string().starts_with("s.toml:8: unknown field"), "{e}");
+    }
+
+    #[test]
+    fn a_wrong_type_names_its_line() {
+        let e = err(&GOOD.replace("workers = 2", "workers = \"two\""));
+        assert_eq!(e.line, Some(12), "{e}");
+    }
+
+    #[test]
+    fn a_bad_value_names_the_field_and_its_line() {
+        let e = err(&GOOD.replace("cap = \"2s\"", "cap = \"10ms\""));
+        assert_eq!(
+            (e.field.as_deref(), e.line),
+            (Some("drainer.cap"), Some(14)),
+            "{e}"
+        );
+        assert!(e.to_string().contains("at least drainer.base"), "{e}");
+
+        let e = err(&GOOD.replace("jitter = \"decorrelated\"", "jitter = \"fuzzy\""));
+        assert_eq!(e.field.as_deref(), Some("drainer.jitter"), "{e}");
+
+        let e = err(&GOOD.replace("kind = \"crash\"", "kind = \"explode\""));
+        assert_eq!(
+            (e.field.as_deref(), e.line),
+            (Some("event[0].kind"), Some(24)),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_bad_fault_window_names_the_window() {
+        let e = err(&GOOD.replace("hang = 0.5", "hang = 0.9"));
+        assert_eq!(e.field.as_deref(), Some("fault[0].mix"), "{e}");
+        assert_eq!(e.line, Some(20), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("s.toml:20: fault[0].mix: probabilities"),
+            "{e}"
+        );
+        let e = err(&GOOD.replace("from = 2026-10-08T11:00:00Z", "from = 2026-10-07T11:00:00Z"));
+        assert!(e.to_string().contains("before the scenario start"), "{e}");
+    }
+
+    #[test]
+    fn an_event_for_a_missing_host_is_refused() {
+        let e = err(&GOOD.replace("down_for = \"10s\"", "down_for = \"10s\"\nhost = 3"));
+        assert_eq!(e.field.as_deref(), Some("event[0].host"), "{e}");
+    }
+
+    #[test]
+    fn log_uniform_mean_is_between_the_bounds() {
+        let mean = SizeDist::LogUniform {
+            min: 256,
+            max: 4096,
+        }
+        .mean();
+        assert!((1300.0..1400.0).contains(&mean), "{mean}");
+        assert_eq!(SizeDist::Fixed(10).mean(), 10.0);
+    }
+}

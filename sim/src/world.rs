@@ -1,0 +1,327 @@
+//! The turmoil world: the fake Cloud Storage host and the app hosts, stepped through
+//! the scenario's duration while its events (crash, restart, deploy) are applied,
+//! then wound down so every host stops gracefully and takes its inventory.
+//!
+//! Everything a run decides comes from the scenario's seed, through [`derive_seed`]:
+//! turmoil's world RNG (network latency, disk faults), the fake's fault RNG, each host
+//! boot's producer and drainer. Nothing reads real time or real randomness, so the
+//! same scenario and seed step through the same states.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::app::{self, Command, GCS_HOST, GCS_PORT, Phase, Shared, derive_seed, purpose};
+use crate::gcs::clock::TurmoilClock;
+use crate::gcs::faults::Refusal;
+use crate::gcs::{FakeGcs, FakeGcsConfig, FakeStats, ObjectRecord, RequestEvent};
+use crate::ledger::{self, Ledger};
+use crate::recorder::{Recorder, TimelineEvent};
+use crate::scenario::{EventKind, Scenario};
+
+/// How long the wind-down may take before the run gives up on a host.
+const WIND_DOWN_LIMIT: Duration = Duration::from_secs(600);
+
+/// Progress reported while a run steps.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Simulated time done.
+    pub simulated: Duration,
+    /// Simulated time to do.
+    pub total: Duration,
+}
+
+/// Options that are not part of the scenario.
+#[derive(Default)]
+pub struct Options {
+    /// Called every few thousand steps.
+    pub progress: Option<Box<dyn FnMut(Progress)>>,
+    /// A deliberate spool bug, to show the bench catches it.
+    #[cfg(feature = "mutations")]
+    pub mutation: Option<spool::Mutation>,
+}
+
+/// Everything a run produced, for the checker and the report.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The scenario.
+    pub scenario: Arc<Scenario>,
+    /// What every caller was told.
+    pub ledger: Ledger,
+    /// Samples, events, checks and inventories.
+    pub recorder: Recorder,
+    /// The bucket's objects at the end.
+    pub bucket: Vec<ObjectRecord>,
+    /// The fake's counters.
+    pub fake: FakeStats,
+    /// Steps taken (each one `tick` of simulated time).
+    pub steps: u64,
+    /// Hosts that did not finish their wind-down in time.
+    pub unfinished_hosts: Vec<u32>,
+}
+
+/// A deploy waiting for its host to stop gracefully.
+struct PendingDeploy {
+    host: u32,
+    down_for: Duration,
+    at: Duration,
+}
+
+/// Runs `scenario` to the end and returns what happened.
+pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput> {
+    let scenario = Arc::new(scenario);
+    #[allow(unused_mut)]
+    let mut shared = Shared::new(scenario.clone());
+    #[cfg(feature = "mutations")]
+    {
+        shared.mutation = options.mutation;
+    }
+    let shared = Arc::new(shared);
+
+    let mut faults = scenario.faults.clone();
+    if scenario.workload.poison > 0.0 {
+        faults.refusals.push(Refusal {
+            prefix: ledger::POISON_PREFIX.to_string(),
+            status: 403,
+        });
+    }
+    let fake = FakeGcs::new(
+        FakeGcsConfig {
+            buckets: vec![app::BUCKET.to_string()],
+            seed: derive_seed(scenario.seed, &[purpose::FAKE]),
+            faults,
+            ..FakeGcsConfig::default()
+        },
+        Arc::new(TurmoilClock::new()),
+    )
+    .context("invalid fault plan")?;
+    {
+        let shared = shared.clone();
+        fake.set_observer(Arc::new(move |event: &RequestEvent| {
+            record_request(&shared, event)
+        }));
+    }
+
+    let mut sim = build_sim(&scenario);
+    {
+        let fake = fake.clone();
+        sim.host(GCS_HOST, move || {
+            let fake = fake.clone();
+            async move {
+                fake.serve_turmoil(GCS_PORT).await?;
+                Ok(())
+            }
+        });
+    }
+    for host in 0..scenario.workload.hosts {
+        let shared = shared.clone();
+        sim.host(app::host_name(host), move || {
+            app::run_host(shared.clone(), host)
+        });
+    }
+
+    let mut events = scenario.events.iter().peekable();
+    let mut deploys: Vec<PendingDeploy> = Vec::new();
+    let mut next_sample = 1u64;
+    let mut steps = 0u64;
+    loop {
+        let t = sim.elapsed();
+        if t >= scenario.duration {
+            break;
+        }
+        while let Some(event) = events.next_if(|e| e.at <= t) {
+            for &host in &event.hosts {
+                match event.kind {
+                    EventKind::Crash | EventKind::Restart => {
+                        deploys.retain(|d| d.host != host);
+                        kill(&mut sim, &shared, host, event.kind, event.down_for, t);
+                    }
+                    EventKind::Deploy => {
+                        shared.hosts[host as usize]
+                            .command
+                            .send_replace(Command::Stop);
+                        deploys.push(PendingDeploy {
+                            host,
+                            down_for: event.down_for,
+                            at: t,
+                        });
+                    }
+                }
+            }
+        }
+        deploys.retain(|d| {
+            let control = &shared.hosts[d.host as usize];
+            if control.phase() != Phase::Stopped {
+                return true;
+            }
+            let unknown = shared.ledger().end_boot(d.host, t);
+            shared.recorder().timeline.push(TimelineEvent {
+                at: d.at,
+                host: d.host,
+                kind: EventKind::Deploy,
+                down_for: d.down_for + (t - d.at),
+                unknown,
+            });
+            control.set_boot_delay(d.down_for);
+            control.command.send_replace(Command::Run);
+            sim.bounce(app::host_name(d.host));
+            false
+        });
+        while shared.recorder().index(t) >= next_sample {
+            let count = fake.object_count(app::BUCKET) as u64;
+            shared.recorder().in_bucket.insert(next_sample, count);
+            next_sample += 1;
+        }
+        if steps.is_multiple_of(4096)
+            && let Some(progress) = options.progress.as_mut()
+        {
+            progress(Progress {
+                simulated: t,
+                total: scenario.duration,
+            });
+        }
+        sim.step()
+            .map_err(|e| anyhow::anyhow!("simulation failed at {t:?}: {e}"))?;
+        steps += 1;
+    }
+
+    let unfinished_hosts = wind_down(&mut sim, &shared, &mut steps)?;
+    if let Some(progress) = options.progress.as_mut() {
+        progress(Progress {
+            simulated: scenario.duration,
+            total: scenario.duration,
+        });
+    }
+    fake.clear_observer();
+    drop(sim);
+    let bucket = fake.objects(app::BUCKET);
+    let shared = Arc::try_unwrap(shared)
+        .map_err(|_| anyhow::anyhow!("a host still holds the shared state after the run"))?;
+    Ok(RunOutput {
+        scenario,
+        ledger: shared
+            .ledger
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner()),
+        recorder: shared
+            .recorder
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner()),
+        bucket,
+        fake: fake.stats(),
+        steps,
+        unfinished_hosts,
+    })
+}
+
+fn build_sim(scenario: &Scenario) -> turmoil::Sim<'static> {
+    let mut builder = turmoil::Builder::new();
+    builder
+        .epoch(scenario.start)
+        .tick_duration(scenario.tick)
+        .simulation_duration(scenario.duration + WIND_DOWN_LIMIT + Duration::from_secs(60))
+        .rng_seed(derive_seed(scenario.seed, &[purpose::TURMOIL]))
+        .min_message_latency(scenario.network.min_latency)
+        .max_message_latency(scenario.network.max_latency)
+        .tcp_capacity(16_384);
+    let disk = &scenario.disk;
+    let fs = builder.fs();
+    if let Some(capacity) = disk.capacity {
+        fs.capacity(capacity);
+    }
+    fs.io_error_probability(disk.io_error_probability)
+        .corruption_probability(disk.corruption_probability)
+        .sync_probability(disk.sync_probability);
+    if let Some(block) = disk.torn_write_block {
+        fs.block_size(block);
+    }
+    builder.build()
+}
+
+/// A crash (power loss) or restart (process only): the host's tasks die at their
+/// await points; it starts again after `down_for`.
+fn kill(
+    sim: &mut turmoil::Sim<'static>,
+    shared: &Arc<Shared>,
+    host: u32,
+    kind: EventKind,
+    down_for: Duration,
+    at: Duration,
+) {
+    let control = &shared.hosts[host as usize];
+    if let Some((boot, metrics)) = control.metrics() {
+        shared
+            .recorder()
+            .boot_uploads
+            .insert((host, boot), app::upload_counts(&metrics));
+    }
+    let name = app::host_name(host);
+    if kind == EventKind::Crash {
+        sim.crash(name.as_str());
+    }
+    let unknown = shared.ledger().end_boot(host, at);
+    shared.recorder().timeline.push(TimelineEvent {
+        at,
+        host,
+        kind,
+        down_for,
+        unknown,
+    });
+    control.set_boot_delay(down_for);
+    control.command.send_replace(Command::Run);
+    sim.bounce(name.as_str());
+}
+
+/// Tells every host to finish, restarts any that is down, and steps until all have
+/// taken their inventory. Returns the hosts that did not finish in time.
+fn wind_down(
+    sim: &mut turmoil::Sim<'static>,
+    shared: &Arc<Shared>,
+    steps: &mut u64,
+) -> anyhow::Result<Vec<u32>> {
+    for control in &shared.hosts {
+        control.command.send_replace(Command::Finish);
+        if control.phase() == Phase::Stopped {
+            control.set_boot_delay(Duration::ZERO);
+            sim.bounce(app::host_name(control.index).as_str());
+        }
+    }
+    let end = sim.elapsed() + WIND_DOWN_LIMIT;
+    while shared.hosts.iter().any(|h| h.phase() != Phase::Finished) && sim.elapsed() < end {
+        sim.step()
+            .map_err(|e| anyhow::anyhow!("simulation failed while winding down: {e}"))?;
+        *steps += 1;
+    }
+    let unfinished: Vec<u32> = shared
+        .hosts
+        .iter()
+        .filter(|h| h.phase() != Phase::Finished)
+        .map(|h| h.index)
+        .collect();
+    for &host in &unfinished {
+        let at = sim.elapsed();
+        shared.ledger().end_boot(host, at);
+    }
+    Ok(unfinished)
+}
+
+/// Adds one request of the fake to the interval it arrived in.
+fn record_request(shared: &Shared, event: &RequestEvent) {
+    let mut recorder = shared.recorder();
+    let index = recorder.index(event.at);
+    let counts = recorder.requests.entry(index).or_default();
+    counts.requests += 1;
+    if event.committed {
+        counts.committed += 1;
+    }
+    let failed = event.fault.is_some() || event.status.is_none_or(|s| s >= 400);
+    if failed {
+        let kind = match (&event.fault, event.status) {
+            (Some(fault), _) => fault.label(),
+            (None, Some(status)) => status.to_string(),
+            (None, None) => "dropped".to_string(),
+        };
+        *counts.errors.entry(kind).or_default() += 1;
+    }
+}
