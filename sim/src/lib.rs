@@ -4,11 +4,15 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod charts;
 pub mod checker;
 pub mod connector;
 pub mod disk;
 pub mod gcs;
 pub mod ledger;
+pub mod pipeline;
 pub mod recorder;
+pub mod report;
 pub mod scenario;
+pub mod series;
 pub mod world;

@@ -1,0 +1,15 @@
+//! PNG charts of a run (being written; see `render_run`).
+
+use std::path::Path;
+
+use crate::series::Series;
+use crate::world::RunOutput;
+
+/// Renders the run's charts into `dir`; returns (file name, title) of each.
+pub fn render_run(
+    _dir: &Path,
+    _run: &RunOutput,
+    _series: &Series,
+) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(Vec::new())
+}

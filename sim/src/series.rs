@@ -1,0 +1,338 @@
+//! The run as a time series, one row per sample interval: the spool gauges (summed over
+//! hosts; the oldest age is the maximum), what callers were told, what the drainers
+//! delivered and what the store answered. Also the derived figures the report needs:
+//! peaks, alert windows and drain times.
+//!
+//! Gauges come from each host's samples, carried forward while a host is down (its
+//! disk still holds the spool). Per-interval counts come from the ledger (by the time
+//! the caller was told), the fake's request log, and the drainers' counters (as
+//! deltas within one boot, since counters restart with the process).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use spool::alerts::{AlertRule, Condition, RULES, Sample};
+
+use crate::ledger::Told;
+use crate::recorder::HostSample;
+use crate::world::RunOutput;
+
+/// One sample interval.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Row {
+    /// End of the interval, from t = 0.
+    pub t: Duration,
+    /// Entries in all spools.
+    pub files: u64,
+    /// Bytes in all spools.
+    pub bytes: u64,
+    /// The oldest entry's age, in seconds, over all spools.
+    pub oldest_age_seconds: f64,
+    /// Objects in the bucket.
+    pub in_bucket: u64,
+    /// Writes issued in the interval.
+    pub writes: u64,
+    /// Callers told `Stored` in the interval.
+    pub stored: u64,
+    /// Callers told `Spooled`.
+    pub spooled: u64,
+    /// Callers told the spool was full.
+    pub rejected: u64,
+    /// Callers told of another error.
+    pub failed: u64,
+    /// Writes that became unknown at a crash.
+    pub unknown: u64,
+    /// Entries the drainers removed (delivered or already present).
+    pub drained: u64,
+    /// Requests the store received.
+    pub store_requests: u64,
+    /// Failed store requests by kind.
+    pub store_errors: BTreeMap<String, u64>,
+}
+
+/// A period in which an alert would have fired.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertWindow {
+    /// The rule's name.
+    pub name: &'static str,
+    /// The host whose metrics fired it.
+    pub host: u32,
+    /// When it fired (the condition had held for the rule's `for`).
+    pub fired: Duration,
+    /// When the condition stopped holding, if it did.
+    pub resolved: Option<Duration>,
+}
+
+/// The drain after one fault window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drain {
+    /// The window's name or index.
+    pub window: String,
+    /// When the window ended (the store recovered).
+    pub recovered: Duration,
+    /// Entries in the spools then.
+    pub backlog: u64,
+    /// When the spools were first empty afterwards, if they were.
+    pub empty: Option<Duration>,
+    /// Entries removed per second between recovery and empty (or the end).
+    pub drain_rate: f64,
+}
+
+/// The whole series and the figures derived from it.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// One row per sample interval.
+    pub rows: Vec<Row>,
+    /// Every error kind seen, for column headers.
+    pub error_kinds: Vec<String>,
+    /// Per host, gauges per interval (carried forward).
+    pub host_rows: Vec<Vec<HostSample>>,
+    /// Alert windows over all hosts, by time.
+    pub alerts: Vec<AlertWindow>,
+    /// The drain after each fault window.
+    pub drains: Vec<Drain>,
+}
+
+fn at_ms(ms: u32) -> Duration {
+    Duration::from_millis(u64::from(ms))
+}
+
+/// Builds the series of a finished run.
+pub fn build(run: &RunOutput) -> Series {
+    let recorder = &run.recorder;
+    let sample = recorder.sample;
+    let last = recorder.index(run.scenario.duration);
+    let mut rows: Vec<Row> = (0..=last)
+        .map(|k| Row {
+            t: sample * k as u32,
+            ..Row::default()
+        })
+        .collect();
+    let row = |t: Duration| (recorder.index(t).min(last)) as usize;
+
+    for h in run.ledger.hosts() {
+        for w in &h.writes {
+            rows[row(at_ms(w.issued_ms))].writes += 1;
+            let r = &mut rows[row(at_ms(w.told_ms))];
+            match w.told {
+                Told::Stored => r.stored += 1,
+                Told::Spooled => r.spooled += 1,
+                Told::Rejected => r.rejected += 1,
+                Told::Failed => r.failed += 1,
+                Told::Unknown => r.unknown += 1,
+                Told::InFlight => {}
+            }
+        }
+    }
+    let mut error_kinds = std::collections::BTreeSet::new();
+    for (&k, counts) in &recorder.requests {
+        let Some(r) = rows.get_mut(k as usize) else {
+            continue;
+        };
+        r.store_requests += counts.requests;
+        for (kind, n) in &counts.errors {
+            *r.store_errors.entry(kind.clone()).or_default() += n;
+            error_kinds.insert(kind.clone());
+        }
+    }
+    let mut in_bucket = 0;
+    for r in rows.iter_mut() {
+        let k = recorder.index(r.t);
+        if let Some(&n) = recorder.in_bucket.get(&k) {
+            in_bucket = n;
+        }
+        r.in_bucket = in_bucket;
+    }
+
+    let host_rows: Vec<Vec<HostSample>> = recorder
+        .host_samples
+        .iter()
+        .map(|samples| carried_forward(samples, last))
+        .collect();
+    for host in &host_rows {
+        let mut previous: Option<&HostSample> = None;
+        for (k, s) in host.iter().enumerate() {
+            let r = &mut rows[k];
+            r.files += s.stats.files;
+            r.bytes += s.stats.bytes;
+            r.oldest_age_seconds = r.oldest_age_seconds.max(s.stats.oldest_age.as_secs_f64());
+            r.drained += match previous {
+                Some(p) if p.boot == s.boot => s.drained.saturating_sub(p.drained),
+                // A new boot's counters start at zero.
+                _ => s.drained,
+            };
+            previous = Some(s);
+        }
+    }
+    let alerts = alerts(&host_rows, sample);
+    let drains = drains(run, &rows);
+    Series {
+        rows,
+        error_kinds: error_kinds.into_iter().collect(),
+        host_rows,
+        alerts,
+        drains,
+    }
+}
+
+/// Samples at every index up to `last`, the latest one repeated while none is taken.
+fn carried_forward(samples: &BTreeMap<u64, HostSample>, last: u64) -> Vec<HostSample> {
+    let mut out = Vec::with_capacity(last as usize + 1);
+    let mut current = HostSample::default();
+    for k in 0..=last {
+        if let Some(s) = samples.get(&k) {
+            current = s.clone();
+        }
+        out.push(current.clone());
+    }
+    out
+}
+
+/// When each shipped alert rule would have fired, evaluated per host on its samples.
+fn alerts(host_rows: &[Vec<HostSample>], sample: Duration) -> Vec<AlertWindow> {
+    let mut out = Vec::new();
+    for (host, rows) in host_rows.iter().enumerate() {
+        for rule in RULES {
+            out.extend(rule_windows(&rule, host as u32, rows, sample));
+        }
+    }
+    out.sort_by(|a, b| {
+        a.fired
+            .cmp(&b.fired)
+            .then(a.name.cmp(b.name))
+            .then(a.host.cmp(&b.host))
+    });
+    out
+}
+
+fn rule_windows(
+    rule: &AlertRule,
+    host: u32,
+    rows: &[HostSample],
+    sample: Duration,
+) -> Vec<AlertWindow> {
+    let window_samples = match rule.condition {
+        Condition::DeadLettersRising(w) => {
+            (w.as_nanos() / sample.as_nanos().max(1)).max(1) as usize
+        }
+        _ => 1,
+    };
+    let mut out: Vec<AlertWindow> = Vec::new();
+    let mut holding_since: Option<Duration> = None;
+    for (k, s) in rows.iter().enumerate() {
+        let t = sample * k as u32;
+        let earlier = &rows[k.saturating_sub(window_samples)];
+        let dead_in_window = if earlier.boot == s.boot {
+            s.dead_lettered.saturating_sub(earlier.dead_lettered)
+        } else {
+            s.dead_lettered
+        };
+        let holds = rule.condition.holds(&Sample {
+            files: s.stats.files,
+            bytes: s.stats.bytes,
+            max_files: s.stats.max_files,
+            max_bytes: s.stats.max_bytes,
+            oldest_age_seconds: s.stats.oldest_age.as_secs_f64(),
+            dead_lettered_in_window: dead_in_window,
+            broken: s.stats.broken.is_some(),
+        });
+        let firing = out.last().is_some_and(|w| w.resolved.is_none());
+        if holds {
+            let since = *holding_since.get_or_insert(t);
+            if !firing && t - since >= rule.hold_for {
+                out.push(AlertWindow {
+                    name: rule.name,
+                    host,
+                    fired: t,
+                    resolved: None,
+                });
+            }
+        } else {
+            holding_since = None;
+            if firing && let Some(w) = out.last_mut() {
+                w.resolved = Some(t);
+            }
+        }
+    }
+    out
+}
+
+/// For each fault window that fails requests: the backlog when it ended and how long
+/// the spools took to empty.
+fn drains(run: &RunOutput, rows: &[Row]) -> Vec<Drain> {
+    let sample = run.recorder.sample;
+    let mut out = Vec::new();
+    for (i, w) in run.scenario.faults.windows.iter().enumerate() {
+        let Some(until) = w.until else { continue };
+        if w.mix.is_empty() && w.capacity_rps.is_none() || until >= run.scenario.duration {
+            continue;
+        }
+        let k = (until.as_nanos() / sample.as_nanos().max(1)) as usize;
+        let Some(at) = rows.get(k) else { continue };
+        let empty_k = rows[k..].iter().position(|r| r.files == 0).map(|p| k + p);
+        let end_k = empty_k.unwrap_or(rows.len() - 1);
+        let drained: u64 = rows[k + 1..=end_k.max(k)].iter().map(|r| r.drained).sum();
+        let seconds = (end_k.saturating_sub(k)) as f64 * sample.as_secs_f64();
+        out.push(Drain {
+            window: w.name.clone().unwrap_or_else(|| format!("fault[{i}]")),
+            recovered: until,
+            backlog: at.files,
+            empty: empty_k.map(|k| sample * k as u32),
+            drain_rate: if seconds > 0.0 {
+                drained as f64 / seconds
+            } else {
+                0.0
+            },
+        });
+    }
+    out
+}
+
+impl Series {
+    /// The row with the most spooled files, bytes and oldest age (earliest on ties).
+    pub fn peaks(&self) -> (Peak, Peak, Peak) {
+        let peak = |value: &dyn Fn(&Row) -> f64| {
+            self.rows.iter().fold(Peak::default(), |best, r| {
+                let v = value(r);
+                if v > best.value {
+                    Peak { value: v, at: r.t }
+                } else {
+                    best
+                }
+            })
+        };
+        (
+            peak(&|r| r.files as f64),
+            peak(&|r| r.bytes as f64),
+            peak(&|r| r.oldest_age_seconds),
+        )
+    }
+
+    /// The largest number of files and bytes any single host's spool held.
+    pub fn per_host_peaks(&self) -> (u64, u64) {
+        let files = self
+            .host_rows
+            .iter()
+            .flatten()
+            .map(|s| s.stats.files)
+            .max()
+            .unwrap_or(0);
+        let bytes = self
+            .host_rows
+            .iter()
+            .flatten()
+            .map(|s| s.stats.bytes)
+            .max()
+            .unwrap_or(0);
+        (files, bytes)
+    }
+}
+
+/// A maximum and when it was reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Peak {
+    /// The value.
+    pub value: f64,
+    /// When it was first reached.
+    pub at: Duration,
+}
