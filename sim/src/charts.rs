@@ -13,3 +13,15 @@ pub fn render_run(
 ) -> anyhow::Result<Vec<(String, String)>> {
     Ok(Vec::new())
 }
+
+/// Renders a sweep chart (being written).
+pub fn render_sweep(
+    _dir: &Path,
+    file: &str,
+    title: &str,
+    _x_label: &str,
+    _y_label: &str,
+    _series: &[(String, Vec<(f64, f64)>)],
+) -> anyhow::Result<(String, String)> {
+    Ok((file.to_string(), title.to_string()))
+}

@@ -35,6 +35,60 @@ struct Cli {
 enum Command {
     /// Serve the Cloud Storage fake on a real port, logging every request.
     FakeGcs(FakeGcsArgs),
+    /// Run a scenario with keys set to several values (several --set make a grid),
+    /// on all cores, and summarize the variants.
+    Sweep(SweepArgs),
+    /// How much disk a spool needs for an outage, and how long it takes to drain:
+    /// closed form beside a simulation of the same inputs.
+    Plan(PlanArgs),
+}
+
+#[derive(Debug, Args)]
+struct SweepArgs {
+    /// Scenario file (TOML).
+    scenario: PathBuf,
+    /// KEY=V1,V2,... : a dotted key of the scenario file and the values to try
+    /// (e.g. drainer.jitter=none,equal,full,decorrelated). Repeat for a grid.
+    #[arg(long = "set", value_name = "KEY=V1,V2,...", required = true)]
+    sets: Vec<String>,
+    /// Directory for the sweep (default reports/<scenario>-sweep).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Variants run at once (default: the number of cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// The figure to chart against the first swept key.
+    #[arg(long, default_value = "drain_seconds", value_parser = clap::builder::PossibleValuesParser::new(sim::sweep::METRICS))]
+    metric: String,
+}
+
+#[derive(Debug, Args)]
+struct PlanArgs {
+    /// Writes per second per instance.
+    #[arg(long)]
+    rate: f64,
+    /// Mean object size (e.g. 4KiB).
+    #[arg(long)]
+    size: bytesize::ByteSize,
+    /// Outage length (e.g. 12h30m).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    outage: std::time::Duration,
+    /// Writes/s the store accepts from the instance after recovery (default: three
+    /// times the write rate).
+    #[arg(long)]
+    drain_rate: Option<f64>,
+    /// Share of writes that fail during the outage.
+    #[arg(long, default_value_t = 1.0)]
+    failing_share: f64,
+    /// Print only the closed form (the simulation of a long outage takes a while).
+    #[arg(long)]
+    no_simulate: bool,
+    /// Directory for the simulated run's report (default reports/plan).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Seed of the simulation.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Debug, Args)]
@@ -77,6 +131,21 @@ fn main() -> ExitCode {
             Err(e) => {
                 eprintln!("sim fake-gcs: {e:#}");
                 ExitCode::FAILURE
+            }
+        },
+        Some(Command::Sweep(args)) => match sweep(args) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("sim sweep: {e:#}");
+                ExitCode::from(2)
+            }
+        },
+        Some(Command::Plan(args)) => match plan(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("sim plan: {e:#}");
+                ExitCode::from(2)
             }
         },
         None => {
@@ -210,4 +279,75 @@ fn progress_bar(total: std::time::Duration) -> Option<indicatif::ProgressBar> {
         .expect("static template"),
     );
     Some(bar)
+}
+
+fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
+    let file = args.scenario.display().to_string();
+    let text =
+        std::fs::read_to_string(&args.scenario).with_context(|| format!("cannot read {file}"))?;
+    let sets = args
+        .sets
+        .iter()
+        .map(|s| sim::sweep::parse_set(s))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let variants = sim::sweep::variants(&file, &text, &sets)?;
+    let name = variants[0].scenario.name.clone();
+    let dir = args
+        .out
+        .unwrap_or_else(|| PathBuf::from("reports").join(format!("{name}-sweep")));
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    eprintln!(
+        "sim sweep: {} variants of {name} on {jobs} threads -> {}",
+        variants.len(),
+        dir.display()
+    );
+    let outcomes = sim::sweep::run(&dir, variants, jobs, &args.metric)?;
+    for o in &outcomes {
+        let r = &o.report;
+        let drain = r
+            .drain_seconds
+            .map(|d| format!("{d:.0} s"))
+            .unwrap_or_else(|| "never".into());
+        println!(
+            "{:50} {} drain {drain:>8}  peak {:>8} files  {:>9} store requests  {:>7} shed  ({:.1} s)",
+            o.label,
+            if r.passed { "ok  " } else { "FAIL" },
+            r.peak_files,
+            r.store.requests,
+            r.store.shed,
+            o.wall_seconds
+        );
+    }
+    println!("summary in {}", dir.join("sweep.md").display());
+    Ok(outcomes.iter().all(|o| o.report.passed))
+}
+
+fn plan(args: PlanArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.rate > 0.0, "--rate must be above 0");
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&args.failing_share),
+        "--failing-share must be between 0 and 1"
+    );
+    let input = sim::plan::Input {
+        rate: args.rate,
+        size: args.size.as_u64(),
+        outage: args.outage,
+        failing_share: args.failing_share,
+        drain_rate: args.drain_rate.unwrap_or(3.0 * args.rate),
+    };
+    let closed = sim::plan::closed_form(&input);
+    let simulated = if args.no_simulate {
+        None
+    } else {
+        let dir = args.out.unwrap_or_else(|| PathBuf::from("reports/plan"));
+        eprintln!(
+            "sim plan: simulating the same inputs (report in {})",
+            dir.display()
+        );
+        Some(sim::plan::simulate(&input, args.seed, &dir)?)
+    };
+    print!("{}", sim::plan::table(&input, &closed, simulated.as_ref()));
+    Ok(())
 }
