@@ -645,6 +645,18 @@ pub(crate) enum Action {
 }
 
 impl Action {
+    /// True when the request's object is stored (a slow or stalled-then-resumed
+    /// success, or a commit-then-fail).
+    fn commits(&self) -> bool {
+        matches!(
+            self,
+            Action::Slow(_)
+                | Action::CommitThen503
+                | Action::CommitThenHang(_)
+                | Action::Stall { resume: true, .. }
+        )
+    }
+
     pub(crate) fn from_instruction(instruction: &Instruction) -> Action {
         match *instruction {
             Instruction::Return(status) => Action::Respond(status),
@@ -735,17 +747,23 @@ impl FaultEngine {
         object: Option<&str>,
         now: Duration,
     ) -> Option<(Fault, Action)> {
-        if let Some(decision) = self.decide_window(op, now) {
-            return Some(decision);
+        let window = self.decide_window(op, now);
+        // An outage can answer before permissions are checked, but an outcome that
+        // lands the object has passed them: a refused name is refused instead.
+        if window.as_ref().is_some_and(|(_, action)| !action.commits()) {
+            return window;
         }
-        let name = object.filter(|_| Ops::Writes.matches(op))?;
-        let (i, refusal) = self
-            .plan
-            .refusals
-            .iter()
-            .enumerate()
-            .find(|(_, r)| name.starts_with(&r.prefix))?;
-        Some((Fault::Refused { rule: i }, Action::Respond(refusal.status)))
+        let refusal = object
+            .filter(|_| Ops::Writes.matches(op))
+            .and_then(|name| {
+                self.plan
+                    .refusals
+                    .iter()
+                    .enumerate()
+                    .find(|(_, r)| name.starts_with(&r.prefix))
+            })
+            .map(|(i, r)| (Fault::Refused { rule: i }, Action::Respond(r.status)));
+        refusal.or(window)
     }
 
     fn decide_window(&mut self, op: Operation, now: Duration) -> Option<(Fault, Action)> {
@@ -1083,6 +1101,24 @@ prefix = "poison/"
             Some((Fault::Refused { rule: 0 }, Action::Respond(403)))
         );
         assert_eq!(engine.decide(insert, Some("ok/a"), after), None);
+        // An outcome that would land the object cannot land a refused one.
+        let plan = FaultPlan::from_toml(
+            "[[fault]]\nmix = { commit_then_503 = 1.0 }\n[[refuse]]\nprefix = \"poison/\"\n",
+        )
+        .unwrap();
+        let mut engine = FaultEngine::new(plan, 1);
+        assert_eq!(
+            engine
+                .decide(insert, Some("poison/a"), during)
+                .map(|(f, _)| f),
+            Some(Fault::Refused { rule: 0 })
+        );
+        assert_eq!(
+            engine
+                .decide(insert, Some("ok/a"), during)
+                .map(|(f, _)| f.label()),
+            Some("commit_then_503".to_string())
+        );
         assert_eq!(
             engine.decide(Operation::ObjectsGet, Some("poison/a"), after),
             None

@@ -1,0 +1,168 @@
+//! Random scenarios, all invariants: random fault windows and mixes, crash, restart
+//! and deploy times, caps, rates, disk faults and seeds, over short simulated spans.
+//! A failure prints the scenario as TOML; save it to a file and replay it with
+//! `cargo run -p sim -- FILE`.
+//!
+//! A few cases run with `cargo test`; `PROPTEST_CASES=2000 cargo test --release -p sim
+//! --test properties` runs thousands.
+
+use std::fmt::Write as _;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, FileFailurePersistence};
+
+const OUTCOMES: [&str; 10] = [
+    "503",
+    "429",
+    "500",
+    "408",
+    "hang",
+    "reset",
+    "stall",
+    "slow",
+    "commit_then_503",
+    "commit_then_hang",
+];
+
+#[derive(Debug, Clone)]
+struct Window {
+    from: u64,
+    len: u64,
+    share: f64,
+    weights: Vec<(usize, f64)>,
+    total: f64,
+}
+
+#[derive(Debug, Clone)]
+struct Ev {
+    at: u64,
+    kind: &'static str,
+    host: u32,
+    down_ms: u64,
+}
+
+fn window(duration: u64) -> impl Strategy<Value = Window> {
+    (
+        0..duration,
+        1..duration.max(2),
+        prop_oneof![Just(1.0), 0.2f64..1.0],
+        prop::collection::vec((0..OUTCOMES.len(), 0.05f64..1.0), 1..4),
+        0.3f64..1.0,
+    )
+        .prop_map(|(from, len, share, weights, total)| Window {
+            from,
+            len,
+            share,
+            weights,
+            total,
+        })
+}
+
+fn event(duration: u64, hosts: u32) -> impl Strategy<Value = Ev> {
+    (
+        1..duration - 1,
+        prop_oneof![Just("crash"), Just("restart"), Just("deploy")],
+        0..hosts,
+        0u64..4000,
+    )
+        .prop_map(|(at, kind, host, down_ms)| Ev {
+            at,
+            kind,
+            host,
+            down_ms,
+        })
+}
+
+prop_compose! {
+    fn scenario()(duration in 20u64..50, hosts in 1u32..=3)(
+        seed in any::<u64>(),
+        duration in Just(duration),
+        hosts in Just(hosts),
+        rate in 5.0f64..60.0,
+        size_min in 64u64..4096,
+        size_factor in 1u64..8,
+        max_files in prop_oneof![20u64..200, 200u64..5000],
+        max_bytes_kib in prop_oneof![64u64..1024, 1024u64..65536],
+        put_timeout_ms in 300u64..3000,
+        workers in 1usize..8,
+        jitter in prop_oneof![Just("none"), Just("equal"), Just("full"), Just("decorrelated")],
+        poison in prop_oneof![3 => Just(0.0), 1 => 0.0f64..0.1],
+        windows in prop::collection::vec(window(duration), 0..3),
+        events in prop::collection::vec(event(duration, hosts), 0..4),
+        torn in prop::option::of(prop_oneof![Just(512u64), Just(4096)]),
+        sync_probability in prop_oneof![Just(0.0), 0.0f64..0.05],
+        io_error_probability in prop_oneof![4 => Just(0.0), 1 => 0.0f64..0.002],
+        corruption_probability in prop_oneof![4 => Just(0.0), 1 => 0.0f64..0.002],
+        capacity_kib in prop::option::of(256u64..4096),
+    ) -> String {
+        let mut t = String::new();
+        let _ = writeln!(t, "name = \"property\"\nseed = {seed}\nstart = 2026-10-08T10:00:00Z\nduration = \"{duration}s\"\nsample = \"500ms\"\n");
+        let _ = writeln!(t, "[workload]\nhosts = {hosts}\nrate = {rate:.3}\nstop_at = \"{}s\"", duration * 3 / 4);
+        let _ = writeln!(t, "size = {{ min = \"{size_min}B\", max = \"{}B\" }}\npoison = {poison:.4}\n", size_min * size_factor);
+        let _ = writeln!(t, "[spool]\nmax_files = {max_files}\nmax_bytes = \"{max_bytes_kib}KiB\"\nremove_sync_batch = 4\n");
+        let _ = writeln!(t, "[uploader]\nput_timeout = \"{put_timeout_ms}ms\"\n");
+        let _ = writeln!(t, "[drainer]\nworkers = {workers}\nbase = \"100ms\"\ncap = \"2s\"\njitter = \"{jitter}\"\nput_timeout = \"2s\"\n");
+        for w in &windows {
+            let sum: f64 = w.weights.iter().map(|(_, x)| x).sum();
+            let mut mix = std::collections::BTreeMap::new();
+            for (i, x) in &w.weights {
+                *mix.entry(OUTCOMES[*i]).or_insert(0.0) += x / sum * w.total * 0.999;
+            }
+            let mix: Vec<String> = mix.iter().map(|(k, v)| format!("\"{k}\" = {v:.4}")).collect();
+            let _ = writeln!(
+                t,
+                "[[fault]]\nfrom = \"{}s\"\nuntil = \"{}s\"\nshare = {:.3}\nmix = {{ {} }}\nhang_for = \"30s\"\nslow = {{ min = \"100ms\", max = \"3s\" }}\nstall_after = \"1KiB\"\n",
+                w.from, w.from + w.len, w.share, mix.join(", ")
+            );
+        }
+        for e in &events {
+            let _ = writeln!(t, "[[event]]\nat = \"{}s\"\nkind = \"{}\"\nhost = {}\ndown_for = \"{}ms\"\n", e.at, e.kind, e.host, e.down_ms);
+        }
+        let _ = writeln!(t, "[disk]\nsync_probability = {sync_probability:.4}\nio_error_probability = {io_error_probability:.5}\ncorruption_probability = {corruption_probability:.5}");
+        if let Some(block) = torn {
+            let _ = writeln!(t, "torn_write_block = \"{block}B\"");
+        }
+        if let Some(kib) = capacity_kib {
+            let _ = writeln!(t, "capacity = \"{kib}KiB\"");
+        }
+        t
+    }
+}
+
+fn config() -> Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok());
+    Config {
+        cases: cases.unwrap_or(6),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "tests/proptest-regressions/properties.txt",
+        ))),
+        ..Config::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn every_invariant_holds_in_random_scenarios(text in scenario()) {
+        let scenario = sim::scenario::parse("property.toml", &text)
+            .map_err(|e| TestCaseError::fail(format!("generated an invalid scenario: {e}\n{text}")))?;
+        let output = sim::world::run(scenario, sim::world::Options::default())
+            .map_err(|e| TestCaseError::fail(format!("run failed: {e:#}\n{text}")))?;
+        let verdict = sim::checker::check(&output);
+        let failed: Vec<String> = verdict
+            .invariants
+            .iter()
+            .filter(|i| !i.held())
+            .map(|i| format!("{}: {:?}", i.name, i.status))
+            .collect();
+        prop_assert!(
+            failed.is_empty(),
+            "invariants failed:\n{}\n--- scenario (save as a .toml and run `cargo run -p sim -- FILE`) ---\n{}",
+            failed.join("\n"),
+            text
+        );
+    }
+}
