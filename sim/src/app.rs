@@ -246,6 +246,11 @@ pub async fn run_host(shared: Arc<Shared>, host: u32) -> turmoil::Result {
         }
     }
     let Some(spool) = open_spool(&shared, host, boot, &mut commands).await else {
+        // The run ended while the spool could not be opened: take the inventory
+        // straight from the disk, so that what it holds is not counted as lost.
+        let inventory = inventory(&control.disk, None, None).await;
+        shared.recorder().inventories.insert(host, inventory);
+        control.set_phase(Phase::Finished);
         return Ok(());
     };
     let metrics = spool.metrics().clone();
@@ -282,7 +287,7 @@ pub async fn run_host(shared: Arc<Shared>, host: u32) -> turmoil::Result {
         .boot_uploads
         .insert((host, boot), upload_counts(&metrics));
     if *commands.borrow() == Command::Finish {
-        let inventory = inventory(&control.disk, &spool, &metrics).await;
+        let inventory = inventory(&control.disk, Some(&spool), Some(&metrics)).await;
         shared.recorder().inventories.insert(host, inventory);
         control.set_phase(Phase::Finished);
     } else {
@@ -346,7 +351,6 @@ async fn open_spool(
                 check.open_error = Some(e.to_string());
                 shared.recorder().reopens.push(check);
                 if *commands.borrow() == Command::Finish {
-                    control.set_phase(Phase::Finished);
                     return None;
                 }
                 tokio::select! {
@@ -473,15 +477,21 @@ async fn sample(shared: Arc<Shared>, host: u32, boot: u16, spool: Spool) {
     }
 }
 
-/// Names of the objects left in the spool, dead-lettered and quarantined.
-async fn inventory(disk: &SimDisk, spool: &Spool, metrics: &Metrics) -> Inventory {
+/// Names of the objects left in the spool, dead-lettered and quarantined, read from
+/// the disk. `spool` gives the final stats when it could be opened.
+async fn inventory(disk: &SimDisk, spool: Option<&Spool>, metrics: Option<&Metrics>) -> Inventory {
     let root = PathBuf::from(SPOOL_DIR);
+    let pending = object_names(disk, &root.join(spool::store::ENTRIES_DIR)).await;
+    let stats = spool.map(Spool::stats).unwrap_or_else(|| spool::Stats {
+        files: pending.len() as u64,
+        ..spool::Stats::default()
+    });
     Inventory {
-        pending: object_names(disk, &root.join(spool::store::ENTRIES_DIR)).await,
+        pending,
         dead_letter: object_names(disk, &root.join(spool::store::DEAD_LETTER_DIR)).await,
         quarantine: object_names(disk, &root.join(spool::store::QUARANTINE_DIR)).await,
-        stats: spool.stats(),
-        uploads: upload_counts(metrics),
+        stats,
+        uploads: metrics.map(upload_counts).unwrap_or_default(),
     }
 }
 

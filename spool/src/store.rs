@@ -940,6 +940,10 @@ fn unique_name(existing: &[String], name: &str) -> String {
 
 /// Moves `from` into `to_dir` as `target`, writes `target.<note_ext>` holding `note`,
 /// and makes both durable in `to_dir`. The caller syncs the source directory.
+///
+/// The move comes first and the note is best effort: a rename needs no free space,
+/// so a corrupt entry can be set aside even on a full disk (the note then says
+/// nothing, and the log says why).
 async fn move_with_note(
     disk: &dyn Disk,
     from: &Path,
@@ -948,11 +952,15 @@ async fn move_with_note(
     note_ext: &str,
     note: &str,
 ) -> io::Result<()> {
+    disk.rename(from, &to_dir.join(target)).await?;
     let note_path = to_dir.join(format!("{target}.{note_ext}"));
     let _ = disk.remove(&note_path).await;
-    disk.create_synced(&note_path, Bytes::from(format!("{note}\n")))
-        .await?;
-    disk.rename(from, &to_dir.join(target)).await?;
+    if let Err(e) = disk
+        .create_synced(&note_path, Bytes::from(format!("{note}\n")))
+        .await
+    {
+        tracing::warn!(file = %note_path.display(), error = %e, %note, "cannot write the note beside a set-aside entry");
+    }
     disk.sync_dir(to_dir).await
 }
 
@@ -1193,6 +1201,34 @@ mod tests {
         assert!(reason.contains("checksum"), "{reason}");
         // New entries never reuse the quarantined entry's sequence number.
         assert!(spool.put("next", payload(1)).await.unwrap().seq > bad.seq);
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_entry_is_quarantined_even_when_its_note_cannot_be_written() {
+        let fx = Fixture::new();
+        let spool = fx.spool().await;
+        let bad = spool.put("bad", payload(10)).await.unwrap();
+        drop(spool);
+        let path = fx
+            .dir
+            .path()
+            .join(ENTRIES_DIR)
+            .join(entry_file_name(bad.seq));
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[0] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+        // The disk is full: the note cannot be written, the move still happens.
+        fx.disk.fail_next(Op::Create, io::ErrorKind::StorageFull);
+        let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
+        assert_eq!(report.quarantined.len(), 1);
+        assert_eq!(spool.stats().files, 0);
+        assert!(
+            fx.dir
+                .path()
+                .join(QUARANTINE_DIR)
+                .join(entry_file_name(bad.seq))
+                .exists()
+        );
     }
 
     #[tokio::test]
