@@ -336,3 +336,65 @@ pub struct Peak {
     /// When it was first reached.
     pub at: Duration,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(files: u64, age_s: u64, dead: u64) -> HostSample {
+        HostSample {
+            stats: spool::Stats {
+                files,
+                max_files: 100,
+                max_bytes: 1 << 30,
+                oldest_age: Duration::from_secs(age_s),
+                ..spool::Stats::default()
+            },
+            dead_lettered: dead,
+            ..HostSample::default()
+        }
+    }
+
+    fn fired(windows: &[AlertWindow], name: &str) -> Vec<(u64, Option<u64>)> {
+        windows
+            .iter()
+            .filter(|w| w.name == name)
+            .map(|w| (w.fired.as_secs(), w.resolved.map(|r| r.as_secs())))
+            .collect()
+    }
+
+    #[test]
+    fn alerts_fire_after_their_hold_time_and_resolve_when_the_condition_ends() {
+        // One sample a minute: 81 files (over 80% of 100) from minute 1 to 4, the oldest
+        // entry older than 15 min from minute 3 to 9.
+        let rows: Vec<HostSample> = (0..12)
+            .map(|m| {
+                let files = if (1..=4).contains(&m) { 81 } else { 10 };
+                let age = if (3..=9).contains(&m) { 1000 } else { 0 };
+                sample(files, age, 0)
+            })
+            .collect();
+        let windows = alerts(&[rows], Duration::from_secs(60));
+        // Holds from 60 s; fires once it has held 2 min (180 s); ends at 300 s.
+        assert_eq!(fired(&windows, "SpoolNearlyFull"), [(180, Some(300))]);
+        // Holds from 180 s; fires after 5 min (480 s); ends at 600 s.
+        assert_eq!(fired(&windows, "SpoolOldestEntryStale"), [(480, Some(600))]);
+        assert!(fired(&windows, "SpoolDeadLetters").is_empty());
+    }
+
+    #[test]
+    fn a_condition_that_breaks_before_its_hold_time_never_fires() {
+        let rows: Vec<HostSample> = (0..10)
+            .map(|m| sample(if m % 2 == 0 { 90 } else { 10 }, 0, 0))
+            .collect();
+        assert!(fired(&alerts(&[rows], Duration::from_secs(60)), "SpoolNearlyFull").is_empty());
+    }
+
+    #[test]
+    fn dead_letters_fire_at_once_and_resolve_a_window_after_the_last_one() {
+        // A dead letter at minute 2; the 10-minute increase is positive until minute 12.
+        let rows: Vec<HostSample> = (0..15).map(|m| sample(0, 0, u64::from(m >= 2))).collect();
+        let windows = alerts(&[rows], Duration::from_secs(60));
+        assert_eq!(fired(&windows, "SpoolDeadLetters"), [(120, Some(720))]);
+    }
+}
