@@ -495,18 +495,25 @@ async fn inventory(disk: &SimDisk, spool: Option<&Spool>, metrics: Option<&Metri
     }
 }
 
+/// The object names of the entry files in `dir`. This is the checker's view, so it
+/// reads through the disk's injected faults: EIO and corrupted reads are transient
+/// in the simulated disk, and a file is read again until its header checks out.
 async fn object_names(disk: &SimDisk, dir: &Path) -> Vec<String> {
+    const ATTEMPTS: usize = 50;
     let mut names = Vec::new();
     let mut files = disk.list(dir).await.unwrap_or_default();
     files.sort();
-    for file in files
+    let entries = files
         .iter()
-        .filter(|f| !f.ends_with(".reason") && !f.ends_with(".error") && !f.ends_with(".tmp"))
-    {
-        if let Ok(data) = disk.read(&dir.join(file)).await
-            && let Ok((header, _)) = spool::entry::decode_header(&Bytes::from(data))
-        {
-            names.push(header.name);
+        .filter(|f| !f.ends_with(".reason") && !f.ends_with(".error") && !f.ends_with(".tmp"));
+    for file in entries {
+        for _ in 0..ATTEMPTS {
+            if let Ok(data) = disk.read(&dir.join(file)).await
+                && let Ok((header, _)) = spool::entry::decode_header(&Bytes::from(data))
+            {
+                names.push(header.name);
+                break;
+            }
         }
     }
     names

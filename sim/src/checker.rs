@@ -365,6 +365,19 @@ fn spool_ends_empty(run: &RunOutput) -> Invariant {
         .windows
         .iter()
         .any(|w| w.from < end && w.until.is_none_or(|u| u >= end) && !w.mix.is_empty());
+    // A write spooled just before recovery, or a worker asleep in its backoff when the
+    // store came back, needs up to this long before the drain shows progress.
+    let grace =
+        scenario.uploader.put_timeout + scenario.drainer.backoff.cap + scenario.drainer.put_timeout;
+    let recovered = scenario
+        .faults
+        .windows
+        .iter()
+        .filter(|w| !w.mix.is_empty() || w.capacity_rps.is_some())
+        .filter_map(|w| w.until)
+        .filter(|u| *u <= end)
+        .max()
+        .unwrap_or_default();
     let status = if !run.unfinished_hosts.is_empty() {
         Status::Failed(format!(
             "hosts {:?} did not finish their wind-down",
@@ -375,6 +388,17 @@ fn spool_ends_empty(run: &RunOutput) -> Invariant {
     } else if still_failing {
         Status::Explained(format!(
             "{left} entries ({bytes} bytes) left: the store was still failing when the scenario ended"
+        ))
+    } else if !run.down_at_end.is_empty() {
+        Status::Explained(format!(
+            "{left} entries ({bytes} bytes) left: hosts {:?} were down or stopping when the scenario ended",
+            run.down_at_end
+        ))
+    } else if end - recovered < grace {
+        Status::Explained(format!(
+            "{left} entries ({bytes} bytes) left: the store recovered only {} before the end, within the drainer's backoff cap and timeouts ({})",
+            humantime::format_duration(end - recovered),
+            humantime::format_duration(grace)
         ))
     } else {
         match drain_progress(run) {

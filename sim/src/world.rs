@@ -59,6 +59,9 @@ pub struct RunOutput {
     pub steps: u64,
     /// Hosts that did not finish their wind-down in time.
     pub unfinished_hosts: Vec<u32>,
+    /// Hosts that were not serving when the scenario ended (down after an event, or
+    /// stopping for a deploy).
+    pub down_at_end: Vec<u32>,
 }
 
 /// A deploy waiting for its host to stop gracefully.
@@ -186,6 +189,12 @@ pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput
         steps += 1;
     }
 
+    let down_at_end: Vec<u32> = shared
+        .hosts
+        .iter()
+        .filter(|h| h.phase() != Phase::Running || deploys.iter().any(|d| d.host == h.index))
+        .map(|h| h.index)
+        .collect();
     let unfinished_hosts = wind_down(&mut sim, &shared, &mut steps)?;
     if let Some(progress) = options.progress.as_mut() {
         progress(Progress {
@@ -212,6 +221,7 @@ pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput
         fake: fake.stats(),
         steps,
         unfinished_hosts,
+        down_at_end,
     })
 }
 

@@ -139,7 +139,16 @@ impl Worker {
 
     /// Works on one entry until it is settled. Returns false when asked to stop.
     async fn drain(&mut self, claim: Claim, backoff: &mut Backoff) -> bool {
-        let (header, payload) = match self.spool.read(&claim).await {
+        // A failed check is read once more before the entry is quarantined: some
+        // devices return transient errors.
+        let first = self.spool.read(&claim).await;
+        let read = match first {
+            Err(ReadError::Corrupt(_) | ReadError::SeqMismatch { .. }) => {
+                self.spool.read(&claim).await
+            }
+            other => other,
+        };
+        let (header, payload) = match read {
             Ok(entry) => entry,
             Err(e @ (ReadError::Corrupt(_) | ReadError::SeqMismatch { .. })) => {
                 if let Err(io) = self.spool.quarantine(claim, &e.to_string()).await {

@@ -319,11 +319,19 @@ impl Spool {
             let disk = disk.clone();
             let path = entries_dir.join(&name);
             async move {
-                let verdict = match disk.read(&path).await {
-                    Ok(data) => verify(&name, Bytes::from(data)).map_err(|e| e.to_string()),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => return (name, None),
-                    Err(e) => Err(format!("read failed: {e}")),
-                };
+                // A failed read or check is tried once more before the entry is set
+                // aside: some devices return transient errors.
+                let mut verdict = Err(String::new());
+                for _ in 0..2 {
+                    verdict = match disk.read(&path).await {
+                        Ok(data) => verify(&name, Bytes::from(data)).map_err(|e| e.to_string()),
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => return (name, None),
+                        Err(e) => Err(format!("read failed: {e}")),
+                    };
+                    if verdict.is_ok() {
+                        break;
+                    }
+                }
                 (name, Some(verdict))
             }
         }))
