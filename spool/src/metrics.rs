@@ -345,6 +345,16 @@ pub fn encode(registry: &Registry) -> String {
     out
 }
 
+/// Binds `addr` (use [`DEFAULT_METRICS_ADDR`] for loopback:9464) and serves
+/// `registry` at `GET /metrics` until the task is dropped. Fails at once if the
+/// address cannot be bound.
+pub async fn bind_and_serve(addr: SocketAddr, registry: Arc<Registry>) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot serve metrics on {addr}: {e}"))
+    })?;
+    serve(listener, registry).await
+}
+
 /// Serves `registry` at `GET /metrics` on `listener` until the task is dropped.
 ///
 /// ```no_run
@@ -443,5 +453,15 @@ mod tests {
         }
         assert!(get(addr, "/other").await.starts_with("HTTP/1.1 404"));
         server.abort();
+    }
+
+    #[tokio::test]
+    async fn an_address_in_use_is_an_error_that_names_it() {
+        let taken = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = taken.local_addr().unwrap();
+        let err = bind_and_serve(addr, Arc::new(Registry::default()))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(&addr.to_string()), "{err}");
     }
 }
