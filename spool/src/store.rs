@@ -698,57 +698,41 @@ impl Spool {
     }
 
     /// Moves a claimed entry to `dead-letter/`, with the store's error beside it.
-    pub async fn dead_letter(&self, mut claim: Claim, error: &str) -> io::Result<()> {
-        let inner = &*self.inner;
-        let file = entry_file_name(claim.seq);
-        let moved = move_with_note(
-            &*inner.disk,
-            &inner.entries_dir.join(&file),
-            &inner.dead_letter_dir,
-            &file,
-            "error",
-            error,
-        )
-        .await;
-        {
-            let mut state = self.state();
-            self.forget(&mut state, &mut claim);
-            if moved.is_ok() {
-                state.dead_letter_files += 1;
-            }
-        }
-        inner.changed.notify_waiters();
-        moved?;
-        inner.metrics.dead_lettered.inc();
-        tracing::warn!(seq = claim.seq, %error, "dead-lettered spool entry");
-        inner.disk.sync_dir(&inner.entries_dir).await
+    pub async fn dead_letter(&self, claim: Claim, error: &str) -> io::Result<()> {
+        self.set_aside(claim, Aside::DeadLetter, error).await
     }
 
     /// Moves a claimed entry that failed verification to `quarantine/`.
-    pub async fn quarantine(&self, mut claim: Claim, reason: &str) -> io::Result<()> {
+    pub async fn quarantine(&self, claim: Claim, reason: &str) -> io::Result<()> {
+        self.set_aside(claim, Aside::Quarantine, reason).await
+    }
+
+    async fn set_aside(&self, mut claim: Claim, aside: Aside, note: &str) -> io::Result<()> {
         let inner = &*self.inner;
-        // Sequence numbers continue past every quarantined one, so this name is free.
+        // Sequence numbers continue past every set-aside one, so this name is free.
         let file = entry_file_name(claim.seq);
-        let moved = move_with_note(
-            &*inner.disk,
-            &inner.entries_dir.join(&file),
-            &inner.quarantine_dir,
-            &file,
-            "reason",
-            reason,
-        )
-        .await;
+        let (dir, note_ext) = match aside {
+            Aside::DeadLetter => (&inner.dead_letter_dir, "error"),
+            Aside::Quarantine => (&inner.quarantine_dir, "reason"),
+        };
+        let from = inner.entries_dir.join(&file);
+        let moved = move_with_note(&*inner.disk, &from, dir, &file, note_ext, note).await;
         {
             let mut state = self.state();
             self.forget(&mut state, &mut claim);
-            if moved.is_ok() {
-                state.quarantined_files += 1;
+            match (&moved, aside) {
+                (Err(_), _) => {}
+                (Ok(()), Aside::DeadLetter) => state.dead_letter_files += 1,
+                (Ok(()), Aside::Quarantine) => state.quarantined_files += 1,
             }
         }
         inner.changed.notify_waiters();
         moved?;
-        inner.metrics.quarantined.inc();
-        tracing::warn!(seq = claim.seq, %reason, "quarantined spool entry");
+        match aside {
+            Aside::DeadLetter => inner.metrics.dead_lettered.inc(),
+            Aside::Quarantine => inner.metrics.quarantined.inc(),
+        };
+        tracing::warn!(seq = claim.seq, %note, "{} spool entry", aside.as_str());
         inner.disk.sync_dir(&inner.entries_dir).await
     }
 
@@ -768,6 +752,22 @@ impl Spool {
         }
         drop(state);
         self.inner.changed.notify_waiters();
+    }
+}
+
+/// Where a settled entry that was not delivered goes.
+#[derive(Debug, Clone, Copy)]
+enum Aside {
+    DeadLetter,
+    Quarantine,
+}
+
+impl Aside {
+    fn as_str(self) -> &'static str {
+        match self {
+            Aside::DeadLetter => "dead-lettered",
+            Aside::Quarantine => "quarantined",
+        }
     }
 }
 
