@@ -113,11 +113,11 @@ struct FakeGcsArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The fake logs every request at info: right for `fake-gcs`, a flood in a replay.
-    let default_filter = if cli.command.is_some() {
-        "info"
-    } else {
-        "warn"
+    // The fake logs every request at info: right for `fake-gcs`, a flood in a replay;
+    // dead-lettering and quarantine are expected in scenarios that cause them.
+    let default_filter = match cli.command {
+        Some(Command::FakeGcs(_)) => "info",
+        _ => "warn,spool=error",
     };
     tracing_subscriber::fmt()
         .with_env_filter(
