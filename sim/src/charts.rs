@@ -145,27 +145,36 @@ pub fn render_run(
     Ok(out)
 }
 
-/// Renders one figure against a swept value into `dir/file` (1200×500): one line with
-/// markers per named series of (x, y) points. When there are at most 15 distinct x
-/// values each gets a tick, so integer indices read as categories. Returns (file, title).
+/// What a sweep chart shows.
+#[derive(Debug, Clone, Copy)]
+pub struct SweepChart<'a> {
+    /// File name in the output directory.
+    pub file: &'a str,
+    /// Title.
+    pub title: &'a str,
+    /// The swept key.
+    pub x_label: &'a str,
+    /// The figure charted.
+    pub y_label: &'a str,
+    /// Names of the x positions 0, 1, 2, ... when the swept values are not numbers
+    /// (jitter strategies); empty for numeric values.
+    pub categories: &'a [String],
+}
+
+/// Renders one figure against a swept value into `dir/<file>` (1200×500): one line
+/// with markers per named series of (x, y) points. When there are at most 15 distinct
+/// x values each gets a tick, labelled with its category when there are categories.
+/// Returns (file, title).
 pub fn render_sweep(
     dir: &Path,
-    file: &str,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
+    chart: &SweepChart,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> anyhow::Result<(String, String)> {
     let pen = fonts()?;
-    let path = dir.join(file);
-    let labels = SweepLabels {
-        title,
-        x: x_label,
-        y: y_label,
-    };
-    draw_sweep(&path, pen, &labels, series)
+    let path = dir.join(chart.file);
+    draw_sweep(&path, pen, chart, series)
         .with_context(|| format!("cannot render {}", path.display()))?;
-    Ok((file.to_string(), title.to_string()))
+    Ok((chart.file.to_string(), chart.title.to_string()))
 }
 
 // ---------------------------------------------------------------------------------
@@ -1022,16 +1031,10 @@ fn busy_segments(points: &[(f64, f64)]) -> Vec<&[(f64, f64)]> {
 // The sweep chart.
 
 /// The words of a sweep chart.
-struct SweepLabels<'s> {
-    title: &'s str,
-    x: &'s str,
-    y: &'s str,
-}
-
 fn draw_sweep(
     path: &Path,
     pen: Pen,
-    labels: &SweepLabels,
+    labels: &SweepChart,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> anyhow::Result<()> {
     let lines: Vec<Vec<(f64, f64)>> = series.iter().map(|s| sorted_finite(&s.1)).collect();
@@ -1054,10 +1057,17 @@ fn draw_sweep(
         chart.draw_series(LineSeries::new(line.iter().copied(), color.stroke_width(2)))?;
         chart.draw_series(line.iter().map(|&p| Circle::new(p, 5, color.filled())))?;
     }
+    let category = |x: f64| {
+        let at = x.round();
+        match labels.categories.get(at as usize) {
+            Some(name) if at >= 0.0 && (x - at).abs() < 1e-9 => name.clone(),
+            _ => number(x),
+        }
+    };
     let text = AxisText {
-        x_desc: Some(labels.x.to_string()),
-        y_desc: labels.y.to_string(),
-        x_tick: &number,
+        x_desc: Some(labels.x_label.to_string()),
+        y_desc: labels.y_label.to_string(),
+        x_tick: &category,
     };
     draw_axis_text(&chart, pen, &text)?;
     root.present()?;

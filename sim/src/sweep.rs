@@ -360,13 +360,15 @@ fn chart(
     if lines.is_empty() {
         return Ok(None);
     }
-    let x_label = if numeric {
-        key.clone()
-    } else {
-        format!("{key} ({})", categories.join(", "))
-    };
     let title = format!("{metric} by {key}");
-    crate::charts::render_sweep(dir, "sweep.png", &title, &x_label, metric, &lines).map(Some)
+    let chart = crate::charts::SweepChart {
+        file: "sweep.png",
+        title: &title,
+        x_label: &key,
+        y_label: metric,
+        categories: if numeric { &[] } else { &categories },
+    };
+    crate::charts::render_sweep(dir, &chart, &lines).map(Some)
 }
 
 #[cfg(test)]

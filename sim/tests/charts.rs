@@ -84,14 +84,15 @@ fn a_sweep_renders_one_png_with_a_line_per_series() -> anyhow::Result<()> {
             vec![(0.0, 40.0), (1.0, 55.0), (2.0, 61.0)],
         ),
     ];
-    let (file, title) = sim::charts::render_sweep(
-        dir.path(),
-        "sweep.png",
-        "Drain time by jitter",
-        "jitter",
-        "drain time (s)",
-        &series,
-    )?;
+    let categories = ["none", "equal", "full"].map(String::from);
+    let chart = sim::charts::SweepChart {
+        file: "sweep.png",
+        title: "Drain time by jitter",
+        x_label: "jitter",
+        y_label: "drain time (s)",
+        categories: &categories,
+    };
+    let (file, title) = sim::charts::render_sweep(dir.path(), &chart, &series)?;
     assert_eq!(
         (file.as_str(), title.as_str()),
         ("sweep.png", "Drain time by jitter")
