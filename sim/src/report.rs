@@ -294,6 +294,19 @@ pub fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_seconds(t).to_string()
 }
 
+/// A count for people: `5,743,426`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A byte count for people: `1.4 GiB`.
 pub fn human_bytes(n: u64) -> String {
     bytesize::ByteSize(n).display().iec().to_string()
@@ -423,19 +436,19 @@ fn markdown(
     let _ = writeln!(
         md,
         "| {} | {} | {} | {} | {} | {} ({} landed) | {} | **{}** | {} | {} | {} | {} |\n",
-        t.writes,
-        t.stored,
-        t.spooled,
-        t.rejected,
-        t.failed,
-        t.unknown,
-        t.unknown_landed,
-        t.in_bucket,
-        t.lost,
-        t.duplicates_avoided,
-        t.dead_lettered,
-        t.quarantined,
-        t.pending
+        count(t.writes),
+        count(t.stored),
+        count(t.spooled),
+        count(t.rejected),
+        count(t.failed),
+        count(t.unknown),
+        count(t.unknown_landed),
+        count(t.in_bucket),
+        count(t.lost),
+        count(t.duplicates_avoided),
+        count(t.dead_lettered),
+        count(t.quarantined),
+        count(t.pending)
     );
 
     md.push_str("## Invariants\n\n| invariant | result | detail |\n|---|---|---|\n");
@@ -454,7 +467,7 @@ fn markdown(
     let _ = writeln!(
         md,
         "- Peak depth: **{} files** at {}; peak size: **{}** at {}; oldest entry: **{}** at {}.",
-        files.value as u64,
+        count(files.value as u64),
         at(files.at),
         human_bytes(bytes.value as u64),
         at(bytes.at),
@@ -475,7 +488,7 @@ fn markdown(
             "- After \"{}\" ended at {}: backlog {} entries; {took}; drained at {:.1} entries/s.",
             d.window,
             at(d.recovered),
-            d.backlog,
+            count(d.backlog),
             d.drain_rate
         );
     }
@@ -486,12 +499,12 @@ fn markdown(
     let _ = writeln!(
         md,
         "The largest single spool held {} files and {}. With {:.0}% headroom, give each instance **max_files = {}** and **max_bytes = {}** (disk), against {} and {} configured here.\n",
-        c.peak_files_per_host,
+        count(c.peak_files_per_host),
         human_bytes(c.peak_bytes_per_host),
         c.headroom * 100.0,
-        c.files_needed,
+        count(c.files_needed),
         human_bytes(c.bytes_needed),
-        c.configured_max_files,
+        count(c.configured_max_files),
         human_bytes(c.configured_max_bytes),
     );
 
@@ -520,12 +533,14 @@ fn markdown(
     let _ = writeln!(
         md,
         "{} requests; {} answered 412 (already exists); {} shed by the capacity model.\n",
-        run.fake.requests, run.fake.precondition_failures, run.fake.shed
+        count(run.fake.requests),
+        count(run.fake.precondition_failures),
+        count(run.fake.shed)
     );
     if !run.fake.by_fault.is_empty() {
         md.push_str("| injected fault | requests |\n|---|---:|\n");
         for (kind, n) in &run.fake.by_fault {
-            let _ = writeln!(md, "| {kind} | {n} |");
+            let _ = writeln!(md, "| {kind} | {} |", count(*n));
         }
         md.push('\n');
     }
@@ -551,7 +566,7 @@ fn markdown(
             e.host,
             e.kind.as_str(),
             human_duration(e.down_for),
-            e.unknown
+            count(e.unknown)
         );
     }
     md.push('\n');
@@ -580,4 +595,17 @@ fn mix_text(mix: &std::collections::BTreeMap<crate::gcs::faults::Outcome, f64>) 
         .map(|(o, p)| format!("{} {:.0}%", o.as_str(), p * 100.0))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1000), "1,000");
+        assert_eq!(count(5_743_426), "5,743,426");
+    }
 }
