@@ -1,30 +1,40 @@
 //! Drain throughput: entries per second from a spool holding a backlog of 1k, 10k,
-//! 100k (and 1M with `SPOOL_BENCH_LARGE=1`) entries into an in-memory object store,
-//! with 1, 4 and 16 workers. Each iteration drains 1,000 entries and is timed; the
-//! spool is refilled to its backlog between iterations (untimed). The per-entry cost
-//! must not grow with the backlog.
+//! 100k (and 1M with `SPOOL_BENCH_LARGE=1`) entries of 1 KiB into an in-memory object
+//! store, with 1, 4 and 16 workers. Each iteration drains 500 entries and is timed
+//! (start of the drainer to the 500th entry removed); the spool is refilled to its
+//! backlog between iterations (untimed) and each batch gets an empty store. The
+//! per-entry cost must not grow with the backlog: after the run, a table gives each
+//! backlog's rate beside the 1k rate at the same worker count.
+//!
+//! For a profile without the refills: `SPOOL_BENCH_PROFILE_DRAIN=<workers>` skips
+//! criterion and drains 50,000 entries of the 100k backlog in one go, printing the
+//! rate, and exits (the next run prepares the backlog again). Run the bench binary
+//! under `perf record` or `perf trace -s` with it set.
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
 
-use benches::{backlog_sizes, mark_clean, mark_dirty, prepared_spool};
-use bytes::Bytes;
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use spool::{Drainer, DrainerConfig, Remote, Spool, SpoolConfig};
+use benches::{
+    Backlog, CountingStore, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, backlog_sizes, mark_clean,
+    mark_dirty, prepared_spool,
+};
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use spool::{Spool, SpoolConfig};
 
-const BATCH: u64 = 1_000;
-const PAYLOAD: usize = 1024;
+const WORKERS: [usize; 3] = [1, 4, 16];
 
 fn drain(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut group = c.benchmark_group("drain");
     group
         .sample_size(10)
-        .measurement_time(Duration::from_secs(8));
-    group.throughput(Throughput::Elements(BATCH));
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Elements(DRAIN_BATCH));
     for backlog in backlog_sizes() {
-        let dir = prepared_spool("drain", backlog, PAYLOAD);
+        let dir = prepared_spool("drain", backlog, DRAIN_PAYLOAD);
         let config = SpoolConfig {
             max_files: backlog * 2,
             max_bytes: u64::MAX / 2,
@@ -32,62 +42,80 @@ fn drain(c: &mut Criterion) {
         };
         let spool = rt.block_on(Spool::open(&dir, config)).unwrap();
         mark_dirty(&dir);
-        let remote = Remote::new(Arc::new(object_store::memory::InMemory::new()));
-        let mut refill_seq = 0u64;
-        for workers in [1, 4, 16] {
+        let mut rig = Backlog::new(spool, backlog);
+        for workers in WORKERS {
             let id = BenchmarkId::new(format!("{workers}w"), backlog);
             group.bench_with_input(id, &workers, |b, &workers| {
                 b.iter_custom(|iters| {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
-                        rt.block_on(refill(&spool, backlog, &mut refill_seq));
-                        total += rt.block_on(drain_batch(&spool, &remote, workers));
+                        rt.block_on(rig.refill());
+                        let store =
+                            CountingStore::new(Arc::new(object_store::memory::InMemory::new()));
+                        total += rt.block_on(rig.drain(&store, workers, DRAIN_BATCH));
                     }
                     total
                 })
             });
         }
-        rt.block_on(refill(&spool, backlog, &mut refill_seq));
-        drop(spool);
+        rt.block_on(rig.refill());
+        rig.assert_clean_path();
+        drop(rig);
         mark_clean(&dir);
     }
     group.finish();
 }
 
-/// Tops the spool back up to `backlog` entries.
-async fn refill(spool: &Spool, backlog: u64, seq: &mut u64) {
-    let missing = backlog - spool.stats().files.min(backlog);
-    let payload = Bytes::from(vec![0xa5; PAYLOAD]);
-    let puts = (0..missing).map(|_| {
-        *seq += 1;
-        let name = format!("refill/{seq:010}");
-        let spool = spool.clone();
-        let payload = payload.clone();
-        async move { spool.put(&name, payload).await.unwrap() }
-    });
-    let mut puts = futures::stream::iter(puts).buffer_unordered(64);
-    while futures::StreamExt::next(&mut puts).await.is_some() {}
-}
-
-use futures::StreamExt as _;
-
-/// Time to drain `BATCH` entries with `workers` workers.
-async fn drain_batch(spool: &Spool, remote: &Remote, workers: usize) -> Duration {
-    let target = spool.stats().files - BATCH;
-    let config = DrainerConfig {
-        workers,
-        rng_seed: Some(1),
-        ..DrainerConfig::default()
-    };
-    let started = Instant::now();
-    let drainer = Drainer::start(spool.clone(), remote.clone(), config);
-    while spool.stats().files > target {
-        tokio::time::sleep(Duration::from_micros(200)).await;
+fn summary(since: SystemTime) {
+    let mut table = Summary::new(
+        "drain into InMemory: each backlog beside the 1k backlog",
+        "entries/s",
+        since,
+    );
+    for backlog in backlog_sizes() {
+        for workers in WORKERS {
+            let (w, n) = (format!("{workers}w"), backlog.to_string());
+            let baseline = (backlog != 1_000).then_some(["drain", w.as_str(), "1000"]);
+            table = table.row(&format!("{w} backlog {n}"), ["drain", &w, &n], baseline);
+        }
     }
-    let elapsed = started.elapsed();
-    drainer.shutdown().await;
-    elapsed
+    table.print();
 }
 
-criterion_group!(benches, drain);
-criterion_main!(benches);
+/// One long drain for a profiler: 50,000 of the 100k backlog. The directory is left
+/// marked dirty, so the next run prepares it again.
+fn profile(workers: usize) {
+    const COUNT: u64 = 50_000;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = prepared_spool("drain", 100_000, DRAIN_PAYLOAD);
+    let config = SpoolConfig {
+        max_files: 200_000,
+        max_bytes: u64::MAX / 2,
+        ..SpoolConfig::default()
+    };
+    let spool = rt.block_on(Spool::open(&dir, config)).unwrap();
+    mark_dirty(&dir);
+    let rig = Backlog::new(spool, 100_000);
+    let store = CountingStore::new(Arc::new(object_store::memory::InMemory::new()));
+    let took = rt.block_on(rig.drain(&store, workers, COUNT));
+    println!(
+        "drained {COUNT} entries with {workers} workers in {took:?}: {:.0} entries/s",
+        COUNT as f64 / took.as_secs_f64()
+    );
+    rig.assert_clean_path();
+}
+
+fn main() {
+    if let Ok(workers) = std::env::var("SPOOL_BENCH_PROFILE_DRAIN") {
+        return profile(
+            workers
+                .parse()
+                .expect("SPOOL_BENCH_PROFILE_DRAIN=<workers>"),
+        );
+    }
+    let since = benches::started();
+    let mut criterion = Criterion::default().configure_from_args();
+    drain(&mut criterion);
+    criterion.final_summary();
+    summary(since);
+}

@@ -5,10 +5,10 @@
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use benches::{CountingAlloc, large, prepared_spool};
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use benches::{CountingAlloc, Summary, large, prepared_spool};
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use spool::store::ENTRIES_DIR;
 use spool::{Spool, SpoolConfig};
 
@@ -34,8 +34,11 @@ fn config(n: u64) -> SpoolConfig {
 fn open(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut group = c.benchmark_group("open");
+    // Flat sampling: ten opens per figure, not criterion's default 55 (at 1M entries
+    // an open takes seconds).
     group
         .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
         .measurement_time(Duration::from_secs(10));
     for n in sizes() {
         let dir = prepared_spool("open", n, 1024);
@@ -64,5 +67,23 @@ fn list_and_stat(dir: &Path) -> u64 {
         .sum()
 }
 
-criterion_group!(benches, open);
-criterion_main!(benches);
+fn summary(since: SystemTime) {
+    let mut table = Summary::new("open: spool beside list+stat", "entries/s", since);
+    for n in sizes() {
+        let n = n.to_string();
+        table = table.row(
+            &format!("{n} entries"),
+            ["open", "spool", &n],
+            Some(["open", "list+stat", &n]),
+        );
+    }
+    table.print();
+}
+
+fn main() {
+    let since = benches::started();
+    let mut criterion = Criterion::default().configure_from_args();
+    open(&mut criterion);
+    criterion.final_summary();
+    summary(since);
+}

@@ -2,28 +2,75 @@
 //! callers, beside the bare syscall sequence a naive spool would do per object
 //! (create + write + fsync + rename + directory fsync) at the same concurrency. The
 //! spool's group commit shares directory fsyncs, so it should pull ahead as
-//! concurrency grows.
+//! concurrency grows. First, the two fsyncs every put waits for, alone and one at a
+//! time: a new 4 KiB file's data sync, and a directory sync after a rename.
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use benches::scratch_root;
+use benches::{Summary, scratch_root};
 use bytes::Bytes;
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use spool::{Spool, SpoolConfig};
+
+const CALLERS: [usize; 4] = [1, 8, 32, 128];
+const SIZES: [(&str, usize); 2] = [("4KiB", 4 << 10), ("1MiB", 1 << 20)];
+
+/// The device's sync latency, one operation at a time: what bounds a single caller.
+fn fsync(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fsync");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(3));
+    let dir = fresh_dir("fsync");
+    let page = vec![0x42u8; 4 << 10];
+    group.bench_function("file_4KiB", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for i in 0..iters {
+                let path = dir.join(format!("{i}.tmp"));
+                let mut file = std::fs::File::create_new(&path).unwrap();
+                file.write_all(&page).unwrap();
+                let started = Instant::now();
+                file.sync_data().unwrap();
+                total += started.elapsed();
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+            std::fs::create_dir_all(&dir).unwrap();
+            total
+        })
+    });
+    // One file renamed back and forth: each sync has exactly one rename to persist.
+    let mut names = (dir.join("a"), dir.join("b"));
+    std::fs::write(&names.0, b"x").unwrap();
+    group.bench_function("dir_after_rename", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                std::fs::rename(&names.0, &names.1).unwrap();
+                std::mem::swap(&mut names.0, &mut names.1);
+                let started = Instant::now();
+                std::fs::File::open(&dir).unwrap().sync_all().unwrap();
+                total += started.elapsed();
+            }
+            total
+        })
+    });
+    group.finish();
+}
 
 fn put(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    for (label, size) in [("4KiB", 4 << 10), ("1MiB", 1 << 20)] {
+    for (label, size) in SIZES {
         let mut group = c.benchmark_group(format!("put/{label}"));
         group
             .sample_size(10)
             .measurement_time(Duration::from_secs(5));
         group.throughput(Throughput::Elements(1));
         let payload = Bytes::from(vec![0x42; size]);
-        for callers in [1usize, 8, 32, 128] {
+        for callers in CALLERS {
             let dir = fresh_dir(&format!("put-spool-{label}-{callers}"));
             let config = SpoolConfig {
                 max_files: u64::MAX / 2,
@@ -117,5 +164,31 @@ async fn bare_puts(dir: &Path, payload: &Bytes, iters: u64, callers: usize) -> D
     started.elapsed()
 }
 
-criterion_group!(benches, put);
-criterion_main!(benches);
+fn summary(since: SystemTime) {
+    let mut table = Summary::new(
+        "durable put: spool beside the bare sequence",
+        "puts/s",
+        since,
+    );
+    for (label, _) in SIZES {
+        let group = format!("put/{label}");
+        for callers in CALLERS {
+            let n = callers.to_string();
+            table = table.row(
+                &format!("{label} x{callers}"),
+                [&group, "spool", &n],
+                Some([&group, "bare", &n]),
+            );
+        }
+    }
+    table.print();
+}
+
+fn main() {
+    let since = benches::started();
+    let mut criterion = Criterion::default().configure_from_args();
+    fsync(&mut criterion);
+    put(&mut criterion);
+    criterion.final_summary();
+    summary(since);
+}

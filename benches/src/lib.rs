@@ -1,16 +1,35 @@
 //! Shared helpers for the criterion benches in `benches/`: prepared spool directories,
-//! a counting allocator, and the size lists (large sizes only with
-//! `SPOOL_BENCH_LARGE=1`).
+//! the drain loop the drain benches time, an object store wrapper that says exactly
+//! when a batch is done, a counting allocator, and a summary of the run's medians and
+//! ratios read back from criterion's output.
+//!
+//! Sizes: backlogs of 1k, 10k and 100k entries by default, 1M with
+//! `SPOOL_BENCH_LARGE=1`. Payloads of drained entries are 1 KiB. Spool directories
+//! live under `target/bench-spools/` unless `SPOOL_BENCH_DIR` names another place.
 //!
 //! Benches measure real time on the real disk; that is their job, so they are the one
 //! place outside `spool::clock` allowed to read `std::time::Instant`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::fmt;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
+use bytes::Bytes;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use object_store::path::Path as ObjectPath;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
+};
 use spool::entry;
+use spool::metrics::DrainOutcome;
 use spool::store::{ENTRIES_DIR, entry_file_name};
+use spool::{Drainer, DrainerConfig, Remote, Spool};
 
 /// Spool sizes to measure: 1k, 10k, 100k, and 1M with `SPOOL_BENCH_LARGE=1`.
 pub fn backlog_sizes() -> Vec<u64> {
@@ -27,15 +46,23 @@ pub fn large() -> bool {
 }
 
 /// Where prepared spool directories are kept between runs (they take minutes to
-/// create at 1M entries): `target/bench-spools/`.
+/// create at 1M entries), and where the put and fsync benches write:
+/// `target/bench-spools/`, or `$SPOOL_BENCH_DIR` (to measure another file system).
 pub fn scratch_root() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-spools");
+    let root = match std::env::var_os("SPOOL_BENCH_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench-spools"),
+    };
     std::fs::create_dir_all(&root).unwrap();
     root
 }
 
 /// A spool directory holding exactly `n` valid entries with `payload_len`-byte
-/// payloads, written directly (no fsync: this is bench setup) and reused across runs.
+/// payloads, written directly and reused across runs. The files are not synced one by
+/// one (bench setup), but the whole file system is synced once at the end: a file
+/// still waiting for write-back is far cheaper to delete (no blocks to free; 5 us
+/// against 60 us to 3.7 ms on the machine in BENCHMARKS.md), and a real spool's
+/// entries are all on disk.
 pub fn prepared_spool(label: &str, n: u64, payload_len: usize) -> PathBuf {
     let dir = scratch_root().join(format!("{label}-{n}-{payload_len}"));
     let entries = dir.join(ENTRIES_DIR);
@@ -53,6 +80,11 @@ pub fn prepared_spool(label: &str, n: u64, payload_len: usize) -> PathBuf {
         let data = entry::encode(seq, 1_791_453_600_000 + seq, &name, &payload);
         std::fs::write(entries.join(entry_file_name(seq)), data).unwrap();
     }
+    let synced = std::process::Command::new("sync").status();
+    assert!(
+        synced.as_ref().is_ok_and(|s| s.success()),
+        "sync failed: {synced:?}"
+    );
     dir
 }
 
@@ -64,6 +96,246 @@ pub fn mark_dirty(dir: &Path) {
 /// Clears the dirty mark once a bench has restored the directory to `n` entries.
 pub fn mark_clean(dir: &Path) {
     let _ = std::fs::remove_file(dir.join("dirty"));
+}
+
+/// A token unique to this process run, for object names that must not repeat across
+/// runs (prepared spools keep the previous run's refilled entries, and a name seen
+/// twice by one store takes the drainer's "already exists" path instead).
+#[allow(clippy::disallowed_methods)] // bench setup: real time only makes a name unique
+pub fn run_token() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    format!("{}-{nanos:x}", std::process::id())
+}
+
+/// Entries drained per timed iteration. Every backlog is at least twice this, so a
+/// batch never empties the spool (an emptying spool idles workers in its last
+/// entries and adds a directory sync: the smallest backlog would pay for both).
+pub const DRAIN_BATCH: u64 = 500;
+/// Payload of every drained entry.
+pub const DRAIN_PAYLOAD: usize = 1024;
+
+/// A spool kept at a fixed backlog: refilled (untimed, through durable puts) after
+/// every timed batch.
+pub struct Backlog {
+    /// The spool.
+    pub spool: Spool,
+    backlog: u64,
+    token: String,
+    refill_seq: u64,
+    payload: Bytes,
+}
+
+impl Backlog {
+    /// Wraps an open spool that holds `backlog` entries.
+    pub fn new(spool: Spool, backlog: u64) -> Self {
+        assert!(backlog >= 2 * DRAIN_BATCH, "backlog {backlog} too small");
+        Self {
+            spool,
+            backlog,
+            token: run_token(),
+            refill_seq: 0,
+            payload: Bytes::from(vec![0xa5; DRAIN_PAYLOAD]),
+        }
+    }
+
+    /// Tops the spool back up to the backlog, 64 durable puts at a time.
+    pub async fn refill(&mut self) {
+        let missing = self.backlog - self.spool.stats().files.min(self.backlog);
+        let puts = (0..missing).map(|_| {
+            self.refill_seq += 1;
+            let name = format!("refill/{}/{:010}", self.token, self.refill_seq);
+            let (spool, payload) = (self.spool.clone(), self.payload.clone());
+            async move { spool.put(&name, payload).await.unwrap() }
+        });
+        let mut puts = futures::stream::iter(puts).buffer_unordered(64);
+        while puts.next().await.is_some() {}
+    }
+
+    /// Time for `workers` drainer workers to move `count` entries (at most the backlog
+    /// less [`DRAIN_BATCH`]) into `store`: from starting the drainer to the last of
+    /// them removed. The end
+    /// is signalled by `store` (no polling on a timer, whose 1 ms granularity would
+    /// be a visible share of a batch).
+    #[allow(clippy::disallowed_methods)] // benches measure real time
+    pub async fn drain(&self, store: &Arc<CountingStore>, workers: usize, count: u64) -> Duration {
+        let spool = &self.spool;
+        let files_at_end = spool.stats().files - count;
+        assert!(
+            files_at_end >= DRAIN_BATCH,
+            "the batch would empty the spool"
+        );
+        let puts_at_end = store.puts() + count;
+        let config = DrainerConfig {
+            workers,
+            rng_seed: Some(1),
+            ..DrainerConfig::default()
+        };
+        let remote = Remote::new(store.clone());
+        let started = std::time::Instant::now();
+        let drainer = Drainer::start(spool.clone(), remote, config);
+        store.wait_for(puts_at_end).await;
+        // At most `workers` removals are still in flight: wait for them briefly.
+        while spool.stats().files > files_at_end {
+            tokio::task::yield_now().await;
+        }
+        let elapsed = started.elapsed();
+        drainer.shutdown().await;
+        elapsed
+    }
+
+    /// Panics unless every drain so far took the plain path: uploaded first time, no
+    /// "already exists", no retry, nothing set aside. A bench that measured another
+    /// path would report the wrong figure.
+    pub fn assert_clean_path(&self) {
+        let m = self.spool.metrics();
+        assert_eq!(
+            m.drained_total(DrainOutcome::AlreadyPresent),
+            0,
+            "412 path taken"
+        );
+        assert_eq!(m.drain_retries_total(), 0, "drain retried");
+        assert_eq!(m.dead_lettered_total() + m.quarantined_total(), 0);
+    }
+}
+
+/// An object store wrapper that counts successful puts and wakes waiters once a
+/// count is reached. Everything else passes through.
+#[derive(Debug)]
+pub struct CountingStore {
+    inner: Arc<dyn ObjectStore>,
+    puts: AtomicU64,
+    wake_at: AtomicU64,
+    reached: tokio::sync::Notify,
+}
+
+impl CountingStore {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn ObjectStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            puts: AtomicU64::new(0),
+            wake_at: AtomicU64::new(u64::MAX),
+            reached: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// Successful puts so far.
+    pub fn puts(&self) -> u64 {
+        self.puts.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `count` puts have succeeded.
+    pub async fn wait_for(&self, count: u64) {
+        self.wake_at.store(count, Ordering::SeqCst);
+        loop {
+            let reached = self.reached.notified();
+            tokio::pin!(reached);
+            reached.as_mut().enable();
+            if self.puts() >= count {
+                // Disarmed: later puts (of another loop) pay no notification.
+                self.wake_at.store(u64::MAX, Ordering::SeqCst);
+                return;
+            }
+            reached.await;
+        }
+    }
+}
+
+impl fmt::Display for CountingStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CountingStore({})", self.inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for CountingStore {
+    async fn put_opts(
+        &self,
+        location: &ObjectPath,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        let result = self.inner.put_opts(location, payload, opts).await?;
+        let puts = self.puts.fetch_add(1, Ordering::SeqCst) + 1;
+        if puts >= self.wake_at.load(Ordering::SeqCst) {
+            self.reached.notify_waiters();
+        }
+        Ok(result)
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &ObjectPath,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &ObjectPath,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    async fn get_ranges(
+        &self,
+        location: &ObjectPath,
+        ranges: &[Range<u64>],
+    ) -> object_store::Result<Vec<Bytes>> {
+        self.inner.get_ranges(location, ranges).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<ObjectPath>>,
+    ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&ObjectPath>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    fn list_with_offset(
+        &self,
+        prefix: Option<&ObjectPath>,
+        offset: &ObjectPath,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list_with_offset(prefix, offset)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&ObjectPath>,
+    ) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &ObjectPath,
+        to: &ObjectPath,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+
+    async fn rename_opts(
+        &self,
+        from: &ObjectPath,
+        to: &ObjectPath,
+        options: RenameOptions,
+    ) -> object_store::Result<()> {
+        self.inner.rename_opts(from, to, options).await
+    }
 }
 
 /// A global allocator that counts live heap bytes, for memory-per-entry figures.
@@ -97,4 +369,158 @@ unsafe impl GlobalAlloc for CountingAlloc {
         );
         unsafe { System.realloc(ptr, layout, new_size) }
     }
+}
+
+/// One benchmark's result as criterion saved it in this run: the median time per
+/// iteration with the 95% confidence interval of that median, and the elements per
+/// iteration.
+#[derive(Debug, Clone, Copy)]
+pub struct Estimate {
+    /// Median nanoseconds per iteration.
+    pub median_ns: f64,
+    /// Lower end of the median's 95% confidence interval.
+    pub low_ns: f64,
+    /// Upper end.
+    pub high_ns: f64,
+    /// Elements per iteration (the benchmark's `Throughput::Elements`), 1 if none.
+    pub elements: f64,
+}
+
+impl Estimate {
+    /// Elements per second at the median, with the interval: `(median, low, high)`.
+    pub fn rate(&self) -> (f64, f64, f64) {
+        let per_s = |ns: f64| self.elements * 1e9 / ns;
+        (
+            per_s(self.median_ns),
+            per_s(self.high_ns),
+            per_s(self.low_ns),
+        )
+    }
+}
+
+/// Where criterion writes its results.
+fn criterion_home() -> PathBuf {
+    match std::env::var_os("CRITERION_HOME") {
+        Some(home) => PathBuf::from(home),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion"),
+    }
+}
+
+/// A benchmark's name as criterion files it: group, function and value.
+pub type Id<'a> = [&'a str; 3];
+
+/// The estimate criterion saved for `id`, if it was saved after `since` (so a
+/// filtered run never reports a stale figure).
+pub fn estimate(id: Id<'_>, since: SystemTime) -> Option<Estimate> {
+    let dir = id
+        .iter()
+        .fold(criterion_home(), |dir, part| {
+            dir.join(criterion_dir_name(part))
+        })
+        .join("new");
+    let estimates = dir.join("estimates.json");
+    let modified = std::fs::metadata(&estimates).ok()?.modified().ok()?;
+    if modified < since {
+        return None;
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&estimates).ok()?).ok()?;
+    let bench: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("benchmark.json")).ok()?).ok()?;
+    let median = &json["median"];
+    Some(Estimate {
+        median_ns: median["point_estimate"].as_f64()?,
+        low_ns: median["confidence_interval"]["lower_bound"].as_f64()?,
+        high_ns: median["confidence_interval"]["upper_bound"].as_f64()?,
+        elements: bench["throughput"]["Elements"].as_f64().unwrap_or(1.0),
+    })
+}
+
+/// The directory name criterion makes for one part of an id.
+fn criterion_dir_name(part: &str) -> String {
+    part.replace(['?', '"', '/', '\\', '*', '<', '>', ':', '|', '^'], "_")
+}
+
+/// A table of rates, each beside a baseline measured in the same run, printed after
+/// the benches: `label  rate [interval]  baseline [interval]  ratio`.
+pub struct Summary {
+    title: String,
+    unit: String,
+    since: SystemTime,
+    rows: Vec<(String, [String; 3], Option<[String; 3]>)>,
+}
+
+impl Summary {
+    /// A table titled `title` of rates in `unit` (such as "entries/s") for
+    /// benchmarks saved after `since`.
+    pub fn new(title: &str, unit: &str, since: SystemTime) -> Self {
+        Self {
+            title: title.into(),
+            unit: unit.into(),
+            since,
+            rows: Vec::new(),
+        }
+    }
+
+    /// A row: the benchmark `id`, and the one it is compared with, if any.
+    pub fn row(mut self, label: &str, id: Id<'_>, baseline: Option<Id<'_>>) -> Self {
+        let owned = |id: Id<'_>| id.map(str::to_string);
+        self.rows
+            .push((label.into(), owned(id), baseline.map(owned)));
+        self
+    }
+
+    /// Prints the rows whose figures were measured in this run (none: prints nothing).
+    pub fn print(&self) {
+        let fmt = |e: Option<Estimate>| match e {
+            Some(e) => {
+                let (median, low, high) = e.rate();
+                format!("{median:>10.0} [{low:.0}, {high:.0}]")
+            }
+            None => format!("{:>10}", "-"),
+        };
+        let mut lines = Vec::new();
+        for (label, id, baseline) in &self.rows {
+            fn borrow(id: &[String; 3]) -> Id<'_> {
+                [&id[0], &id[1], &id[2]]
+            }
+            let ours = estimate(borrow(id), self.since);
+            let base = baseline
+                .as_ref()
+                .and_then(|b| estimate(borrow(b), self.since));
+            if ours.is_none() && base.is_none() {
+                continue;
+            }
+            let ratio = match (ours, base) {
+                (Some(a), Some(b)) => format!("{:.2}", a.rate().0 / b.rate().0),
+                _ => "-".into(),
+            };
+            lines.push(format!(
+                "  {label:<24} {:<32} {:<32} {ratio}",
+                fmt(ours),
+                if baseline.is_some() {
+                    fmt(base)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if lines.is_empty() {
+            return;
+        }
+        println!(
+            "\n{} ({}, median [95% CI of the median])",
+            self.title, self.unit
+        );
+        println!("  {:<24} {:<32} {:<32} ratio", "", "measured", "baseline");
+        for line in lines {
+            println!("{line}");
+        }
+    }
+}
+
+/// The time a bench binary started, for [`Summary`]: call first thing in `main`.
+#[allow(clippy::disallowed_methods)] // benches measure real time
+pub fn started() -> SystemTime {
+    SystemTime::now()
 }

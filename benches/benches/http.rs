@@ -1,0 +1,262 @@
+//! Drain over HTTP: the fake Cloud Storage (`sim::gcs::FakeGcs`) on a loopback port in
+//! this process, and a spool of 10k entries of 1 KiB drained through the real
+//! `object_store` GCS client (`sim::connector::gcs_store_http`: reqwest, plain HTTP,
+//! its retries off) with 1, 4 and 16 workers; each iteration drains 500 entries and is
+//! timed, the spool is refilled between iterations (untimed).
+//!
+//! Beside each, two loops without the spool, 500 objects per iteration, the same
+//! 1 KiB bodies, as many concurrent tasks as workers:
+//! - `put_loop`: `object_store` create-if-absent puts through the same client (what
+//!   the drain costs without its disk work);
+//! - `bare_hyper`: the ceiling for any client, a bare hyper HTTP/1.1 PUT loop over as
+//!   many keep-alive connections to the same fake, `PUT /{bucket}/{object}` with
+//!   `x-goog-if-generation-match: 0` (what `object_store` sends for a create).
+//!
+//! After the run a table gives the rates and their ratios.
+//!
+//! Client, server and drainer share this process's two tokio worker threads (and the
+//! machine's cores): the figures are for the whole loop, not the client alone.
+#![allow(clippy::disallowed_methods)] // benches measure real time
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use benches::{
+    Backlog, CountingStore, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, mark_clean, mark_dirty,
+    prepared_spool, run_token,
+};
+use bytes::Bytes;
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use object_store::ObjectStore;
+use sim::gcs::{FakeGcs, FakeGcsConfig, TokioClock};
+use spool::{Spool, SpoolConfig};
+
+const BUCKET: &str = "bench";
+const BACKLOG: u64 = 10_000;
+const WORKERS: [usize; 3] = [1, 4, 16];
+
+/// Starts the fake on `127.0.0.1:<any port>` in `rt`, serving until the runtime ends.
+fn start_fake(rt: &tokio::runtime::Runtime) -> (FakeGcs, SocketAddr) {
+    rt.block_on(async {
+        let config = FakeGcsConfig {
+            buckets: vec![BUCKET.to_string()],
+            ..FakeGcsConfig::default()
+        };
+        let fake = FakeGcs::new(config, Arc::new(TokioClock::start())).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(fake.clone().serve_tcp(listener));
+        (fake, addr)
+    })
+}
+
+fn http(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (fake, addr) = start_fake(&rt);
+    let store = CountingStore::new(
+        sim::connector::gcs_store_http(&format!("http://{addr}"), BUCKET).unwrap(),
+    );
+
+    let dir = prepared_spool("http", BACKLOG, DRAIN_PAYLOAD);
+    let config = SpoolConfig {
+        max_files: BACKLOG * 2,
+        max_bytes: u64::MAX / 2,
+        ..SpoolConfig::default()
+    };
+    let spool = rt.block_on(Spool::open(&dir, config)).unwrap();
+    mark_dirty(&dir);
+    let mut rig = Backlog::new(spool, BACKLOG);
+    let bare = BareClient {
+        addr,
+        token: run_token().into(),
+        payload: Bytes::from(vec![0xa5; DRAIN_PAYLOAD]),
+    };
+    let mut bare_seq = 0u64;
+
+    let mut group = c.benchmark_group("http");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Elements(DRAIN_BATCH));
+    for workers in WORKERS {
+        let id = BenchmarkId::new("object_store", workers);
+        group.bench_with_input(id, &workers, |b, &workers| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    rt.block_on(rig.refill());
+                    total += rt.block_on(rig.drain(&store, workers, DRAIN_BATCH));
+                }
+                total
+            })
+        });
+        let id = BenchmarkId::new("put_loop", workers);
+        group.bench_with_input(id, &workers, |b, &workers| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    total += rt.block_on(put_loop(&store, &bare, workers, bare_seq));
+                    bare_seq += DRAIN_BATCH;
+                }
+                total
+            })
+        });
+        let mut conns = rt.block_on(bare.connect(workers));
+        let id = BenchmarkId::new("bare_hyper", workers);
+        group.bench_with_input(id, &workers, |b, _| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    total += rt.block_on(bare.put_batch(&mut conns, bare_seq));
+                    bare_seq += DRAIN_BATCH;
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+
+    rt.block_on(rig.refill());
+    rig.assert_clean_path();
+    drop(rig);
+    mark_clean(&dir);
+    // Every request was a create that succeeded: no 412, no error, nothing injected.
+    let stats = fake.stats();
+    assert!(stats.by_status.keys().all(|&s| s == 200), "{stats:?}");
+}
+
+/// Time to write `DRAIN_BATCH` objects, numbered from `first`, through `store` from
+/// `tasks` concurrent tasks, each one create-if-absent put at a time.
+async fn put_loop(
+    store: &Arc<CountingStore>,
+    bare: &BareClient,
+    tasks: usize,
+    first: u64,
+) -> Duration {
+    let started = Instant::now();
+    let handles: Vec<_> = (0..tasks as u64)
+        .map(|t| {
+            let store = store.clone();
+            let (token, payload) = (bare.token.clone(), bare.payload.clone());
+            tokio::spawn(async move {
+                let options = || object_store::PutOptions {
+                    mode: object_store::PutMode::Create,
+                    ..Default::default()
+                };
+                for i in (t..DRAIN_BATCH).step_by(tasks) {
+                    let path =
+                        object_store::path::Path::from(format!("loop/{token}/{:010}", first + i));
+                    let payload = object_store::PutPayload::from_bytes(payload.clone());
+                    store.put_opts(&path, payload, options()).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.await.unwrap();
+    }
+    started.elapsed()
+}
+
+/// HTTP/1.1 with nothing but hyper's connection API: the least any client can do.
+struct BareClient {
+    addr: SocketAddr,
+    token: Arc<str>,
+    payload: Bytes,
+}
+
+impl BareClient {
+    /// `n` keep-alive connections, handshaken.
+    async fn connect(&self, n: usize) -> Vec<SendRequest<Full<Bytes>>> {
+        let mut conns = Vec::with_capacity(n);
+        for _ in 0..n {
+            let stream = tokio::net::TcpStream::connect(self.addr).await.unwrap();
+            stream.set_nodelay(true).unwrap();
+            let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            conns.push(sender);
+        }
+        conns
+    }
+
+    /// Time to PUT `DRAIN_BATCH` objects, numbered from `first`, spread over `conns`
+    /// (one task per connection, one request at a time on each).
+    async fn put_batch(&self, conns: &mut Vec<SendRequest<Full<Bytes>>>, first: u64) -> Duration {
+        let n = conns.len();
+        let started = Instant::now();
+        let tasks: Vec<_> = conns
+            .drain(..)
+            .enumerate()
+            .map(|(c, mut sender)| {
+                let (token, payload) = (self.token.clone(), self.payload.clone());
+                let host = self.addr.to_string();
+                tokio::spawn(async move {
+                    for i in (c as u64..DRAIN_BATCH).step_by(n) {
+                        let request =
+                            http::Request::put(format!("/{BUCKET}/bare/{token}/{:010}", first + i))
+                                .header(HOST, &host)
+                                .header("x-goog-if-generation-match", "0")
+                                .header(CONTENT_TYPE, "application/octet-stream")
+                                .header(CONTENT_LENGTH, payload.len())
+                                .body(Full::new(payload.clone()))
+                                .unwrap();
+                        sender.ready().await.unwrap();
+                        let response = sender.send_request(request).await.unwrap();
+                        assert_eq!(response.status(), 200);
+                        response.into_body().collect().await.unwrap();
+                    }
+                    sender
+                })
+            })
+            .collect();
+        for task in tasks {
+            conns.push(task.await.unwrap());
+        }
+        started.elapsed()
+    }
+}
+
+fn summary(since: SystemTime) {
+    let mut table = Summary::new(
+        "drain over HTTP: the spool's drain, object_store's put loop, the bare hyper loop",
+        "entries/s",
+        since,
+    );
+    for workers in WORKERS {
+        let w = workers.to_string();
+        table = table
+            .row(
+                &format!("drain/bare, {w} conns"),
+                ["http", "object_store", &w],
+                Some(["http", "bare_hyper", &w]),
+            )
+            .row(
+                &format!("drain/put_loop, {w}"),
+                ["http", "object_store", &w],
+                Some(["http", "put_loop", &w]),
+            )
+            .row(
+                &format!("put_loop/bare, {w}"),
+                ["http", "put_loop", &w],
+                Some(["http", "bare_hyper", &w]),
+            );
+    }
+    table.print();
+}
+
+fn main() {
+    let since = benches::started();
+    let mut criterion = Criterion::default().configure_from_args();
+    http(&mut criterion);
+    criterion.final_summary();
+    summary(since);
+}
