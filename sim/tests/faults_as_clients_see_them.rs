@@ -7,18 +7,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{BUCKET, GCS_URL, config, plan, record_events, send_turmoil, turmoil_fake, world};
+use common::{
+    BUCKET, GCS_URL, config, plan, record_events, remote, send_turmoil, turmoil_fake, world,
+};
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 use object_store::client::{HttpErrorKind, HttpRequestBody, HttpService};
-use sim::connector::{TurmoilHttp, gcs_store};
+use sim::connector::TurmoilHttp;
 use sim::gcs::{Fault, Instruction, Operation, Outcome};
-use spool::{Remote, StoreError};
+use spool::StoreError;
 use tokio::time::{Instant, sleep, timeout};
-
-fn remote() -> Remote {
-    Remote::new(gcs_store(GCS_URL, BUCKET).unwrap())
-}
 
 const T: Duration = Duration::from_secs(5);
 

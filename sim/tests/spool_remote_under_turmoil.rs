@@ -7,17 +7,12 @@ mod common;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{BUCKET, GCS_URL, config, plan, turmoil_fake, world};
-use sim::connector::gcs_store;
+use common::{BUCKET, config, plan, remote, turmoil_fake, world};
+use spool::StoreError;
 use spool::remote::Existing;
-use spool::{Remote, StoreError};
 use tokio::time::sleep;
 
 const T: Duration = Duration::from_secs(5);
-
-fn remote() -> Remote {
-    Remote::new(gcs_store(GCS_URL, BUCKET).unwrap())
-}
 
 #[test]
 fn a_503_window_makes_the_sink_report_a_retryable_503() -> turmoil::Result {

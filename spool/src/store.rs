@@ -1076,6 +1076,23 @@ mod tests {
         assert!(fx.entries().is_empty(), "{:?}", fx.entries());
     }
 
+    /// Starts `n` puts of `size`-byte payloads at once; returns their results.
+    async fn put_concurrently(
+        spool: &Spool,
+        n: usize,
+        size: usize,
+    ) -> Vec<Result<Receipt, PutError>> {
+        let puts = (0..n).map(|i| {
+            let spool = spool.clone();
+            tokio::spawn(async move { spool.put(&format!("o/{i}"), payload(size)).await })
+        });
+        futures::future::join_all(puts)
+            .await
+            .into_iter()
+            .map(|r| r.unwrap())
+            .collect()
+    }
+
     #[tokio::test]
     async fn concurrent_puts_never_exceed_max_files() {
         let fx = Fixture::new();
@@ -1084,23 +1101,11 @@ mod tests {
             ..SpoolConfig::default()
         };
         let (spool, _) = fx.open(config).await.unwrap();
-        let puts = (0..100).map(|i| {
-            let spool = spool.clone();
-            tokio::spawn(async move { spool.put(&format!("o/{i}"), payload(100)).await })
-        });
-        let results = futures::future::join_all(puts).await;
-        let stored = results
-            .iter()
-            .filter(|r| r.as_ref().unwrap().is_ok())
-            .count();
+        let results = put_concurrently(&spool, 100, 100).await;
+        let stored = results.iter().filter(|r| r.is_ok()).count();
         let full = results
             .iter()
-            .filter(|r| {
-                matches!(
-                    r.as_ref().unwrap(),
-                    Err(PutError::Full(FullReason::Files { max_files: 10 }))
-                )
-            })
+            .filter(|r| matches!(r, Err(PutError::Full(FullReason::Files { max_files: 10 }))))
             .count();
         assert_eq!((stored, full), (10, 90));
         assert_eq!(spool.stats().files, 10);
@@ -1116,18 +1121,10 @@ mod tests {
             ..SpoolConfig::default()
         };
         let (spool, _) = fx.open(config.clone()).await.unwrap();
-        let puts = (0..40).map(|i| {
-            let spool = spool.clone();
-            tokio::spawn(async move { spool.put(&format!("o/{i}"), payload(1000)).await })
-        });
-        let results = futures::future::join_all(puts).await;
-        let stored = results
-            .iter()
-            .filter(|r| r.as_ref().unwrap().is_ok())
-            .count();
-        assert_eq!(stored, 5);
+        let results = put_concurrently(&spool, 40, 1000).await;
+        assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 5);
         assert!(spool.stats().bytes <= config.max_bytes);
-        assert!(results.iter().all(|r| match r.as_ref().unwrap() {
+        assert!(results.iter().all(|r| match r {
             Ok(_) => true,
             Err(e) => matches!(e, PutError::Full(FullReason::Bytes { .. })),
         }));
@@ -1288,12 +1285,8 @@ mod tests {
         // The first sync waits until all 32 puts have renamed their files, so it covers
         // the first and the second covers the rest: 2 syncs for 32 puts.
         fx.disk.hold_syncs_until_renames(32);
-        let puts = (0..32).map(|i| {
-            let spool = spool.clone();
-            tokio::spawn(async move { spool.put(&format!("o/{i}"), payload(10)).await })
-        });
-        for r in futures::future::join_all(puts).await {
-            r.unwrap().unwrap();
+        for r in put_concurrently(&spool, 32, 10).await {
+            r.unwrap();
         }
         assert_eq!(fx.disk.syncs.load(Ordering::SeqCst) - syncs_at_open, 2);
     }

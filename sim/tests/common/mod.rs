@@ -49,6 +49,11 @@ pub fn turmoil_fake(config: FakeGcsConfig) -> FakeGcs {
 
 /// A turmoil world (10 ms tick, fixed epoch and seed) with `fake` serving on
 /// `gcs:4443`.
+/// The spool's production sink, through the turmoil connector, against [`GCS_URL`].
+pub fn remote() -> spool::Remote {
+    spool::Remote::new(sim::connector::gcs_store(GCS_URL, BUCKET).unwrap())
+}
+
 pub fn world(fake: &FakeGcs, seed: u64) -> turmoil::Sim<'static> {
     let mut sim = turmoil::Builder::new()
         .epoch(UNIX_EPOCH + Duration::from_millis(EPOCH_MS))
