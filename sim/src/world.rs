@@ -204,7 +204,7 @@ pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput
     }
     fake.clear_observer();
     drop(sim);
-    let bucket = fake.objects(app::BUCKET);
+    let bucket = fake.take_objects(app::BUCKET);
     let shared = Arc::try_unwrap(shared)
         .map_err(|_| anyhow::anyhow!("a host still holds the shared state after the run"))?;
     Ok(RunOutput {

@@ -143,6 +143,10 @@ async fn the_spools_remote_writes_once_and_recognises_its_own_object() {
     let record = fake.object(BUCKET, "events/1.json").unwrap();
     assert!(record.matches(&payload));
     assert_eq!(fake.object_bytes(BUCKET, "events/1.json"), None);
+    assert_eq!(record.content_type, "application/octet-stream");
+    // The end of a run takes the records out rather than copying them.
+    assert_eq!(fake.take_objects(BUCKET), [record]);
+    assert_eq!(fake.object_count(BUCKET), 0);
 }
 
 #[tokio::test]

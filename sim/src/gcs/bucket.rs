@@ -6,6 +6,7 @@
 //! generation, creation time, content type) and, only when `keep_bytes` is set, the
 //! bytes themselves.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -29,7 +30,7 @@ pub struct ObjectRecord {
     /// Wall time of creation, milliseconds since the Unix epoch.
     pub created_unix_ms: u64,
     /// The content type given at upload.
-    pub content_type: String,
+    pub content_type: Cow<'static, str>,
 }
 
 impl ObjectRecord {
@@ -174,7 +175,7 @@ mod tests {
                 crc32c: 0,
                 md5: [0; 16],
                 created_unix_ms: 0,
-                content_type: String::new(),
+                content_type: Cow::Borrowed(""),
             };
             b.objects.insert(
                 name.to_string(),

@@ -6,6 +6,7 @@
 //! A request that must end without a response returns [`Dropped`]; hyper then closes
 //! the connection without writing anything.
 
+use std::borrow::Cow;
 use std::io;
 use std::ops::Bound;
 use std::time::Duration;
@@ -1158,7 +1159,7 @@ impl Ctx<'_> {
             },
         };
         let mut reply = Reply::new(if range.is_some() { 206 } else { 200 })
-            .header("content-type", r.content_type.clone())
+            .header("content-type", r.content_type.to_string())
             .header("etag", etag)
             .header("last-modified", wire::http_date(r.created_unix_ms))
             .header("x-goog-generation", r.generation.to_string())
@@ -1220,7 +1221,7 @@ impl Ctx<'_> {
         api: Api,
         bucket: &str,
         name: &str,
-        content_type: String,
+        content_type: Cow<'static, str>,
         data: Bytes,
         declared: &Declared,
         pre: Preconditions,
@@ -1307,10 +1308,8 @@ impl Ctx<'_> {
         declared
     }
 
-    fn content_type(&self) -> String {
-        header(self.headers, "content-type")
-            .unwrap_or("application/octet-stream")
-            .to_string()
+    fn content_type(&self) -> Cow<'static, str> {
+        wire::content_type(header(self.headers, "content-type"))
     }
 
     fn upload_media(&mut self, bucket: &str, data: Bytes) -> Reply {
@@ -1357,12 +1356,12 @@ impl Ctx<'_> {
             .or_else(|| metadata.get("name").and_then(Value::as_str))
             .unwrap_or("")
             .to_string();
-        let content_type = metadata
-            .get("contentType")
-            .and_then(Value::as_str)
-            .or_else(|| parts[1].header("content-type"))
-            .unwrap_or("application/octet-stream")
-            .to_string();
+        let content_type = wire::content_type(
+            metadata
+                .get("contentType")
+                .and_then(Value::as_str)
+                .or_else(|| parts[1].header("content-type")),
+        );
         let mut declared = declared_from_metadata(&metadata);
         let from_headers = self.declared_from_headers();
         declared.crc32c = declared.crc32c.or(from_headers.crc32c);
@@ -1407,12 +1406,12 @@ impl Ctx<'_> {
                 Some("Required: the object name is missing."),
             );
         }
-        let content_type = metadata
-            .get("contentType")
-            .and_then(Value::as_str)
-            .or_else(|| header(self.headers, "x-upload-content-type"))
-            .unwrap_or("application/octet-stream")
-            .to_string();
+        let content_type = wire::content_type(
+            metadata
+                .get("contentType")
+                .and_then(Value::as_str)
+                .or_else(|| header(self.headers, "x-upload-content-type")),
+        );
         if !self.bucket(bucket) {
             return no_such_bucket(Api::Json, bucket);
         }

@@ -248,6 +248,21 @@ impl FakeGcs {
             .unwrap_or_default()
     }
 
+    /// Removes the objects of `bucket` and returns them in name order: for the end
+    /// of a run, where a copy would hold millions of records twice.
+    pub fn take_objects(&self, bucket: &str) -> Vec<ObjectRecord> {
+        self.state()
+            .buckets
+            .get_mut(bucket)
+            .map(|b| {
+                std::mem::take(&mut b.objects)
+                    .into_values()
+                    .map(|o| o.record)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Number of objects in `bucket`.
     pub fn object_count(&self, bucket: &str) -> usize {
         self.state()

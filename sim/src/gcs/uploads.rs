@@ -7,6 +7,7 @@
 //! `Limits::max_upload_sessions` sessions are kept; the oldest is forgotten first
 //! (its next request gets 404, as an expired session does on Cloud Storage).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use bytes::BytesMut;
@@ -19,7 +20,7 @@ use super::wire::Declared;
 pub(crate) struct Session {
     pub(crate) bucket: String,
     pub(crate) name: String,
-    pub(crate) content_type: String,
+    pub(crate) content_type: Cow<'static, str>,
     pub(crate) preconditions: Preconditions,
     /// Digests declared in the initiating metadata.
     pub(crate) declared: Declared,

@@ -5,6 +5,7 @@
 //!
 //! Nothing here touches the fake's state or time; callers pass both in.
 
+use std::borrow::Cow;
 use std::time::{Duration, UNIX_EPOCH};
 
 use base64::Engine as _;
@@ -32,6 +33,18 @@ impl Digests {
     }
 }
 
+/// Cloud Storage's content type for an upload that names none.
+pub const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
+
+/// The content type to record for an upload: the default is shared rather than
+/// allocated per object (the long replays keep millions of records).
+pub fn content_type(given: Option<&str>) -> Cow<'static, str> {
+    match given {
+        None | Some(DEFAULT_CONTENT_TYPE) => Cow::Borrowed(DEFAULT_CONTENT_TYPE),
+        Some(other) => Cow::Owned(other.to_string()),
+    }
+}
+
 /// crc32c as the JSON API and `x-goog-hash` give it: base64 of the big-endian u32.
 pub fn crc32c_base64(crc: u32) -> String {
     B64.encode(crc.to_be_bytes())
@@ -44,7 +57,14 @@ pub fn md5_base64(md5: &[u8; 16]) -> String {
 
 /// MD5 as lowercase hex: the XML API's ETag (quoted) for non-composite objects.
 pub fn md5_hex(md5: &[u8; 16]) -> String {
-    md5.iter().map(|b| format!("{b:02x}")).collect()
+    // Once per stored object and per XML response: no `format!` per byte.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(32);
+    for b in md5 {
+        hex.push(char::from(HEX[usize::from(b >> 4)]));
+        hex.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    hex
 }
 
 /// Digests a client declared: `x-goog-hash: crc32c=<b64>,md5=<b64>`, the multipart
@@ -438,6 +458,27 @@ mod tests {
         assert_eq!(crc32c_base64(d.crc32c), "mnG7TA==");
         assert_eq!(md5_base64(&d.md5), "XUFAKrxLKna5cZ2REBfFkg==");
         assert_eq!(md5_hex(&d.md5), "5d41402abc4b2a76b9719d911017c592");
+    }
+
+    #[test]
+    fn md5_hex_is_lowercase_and_zero_padded() {
+        let md5: [u8; 16] = std::array::from_fn(|i| (i as u8) * 17);
+        let expected: String = md5.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(md5_hex(&md5), expected);
+        assert_eq!(&md5_hex(&md5)[..4], "0011");
+    }
+
+    #[test]
+    fn only_the_default_content_type_is_shared() {
+        assert!(matches!(
+            content_type(None),
+            Cow::Borrowed(DEFAULT_CONTENT_TYPE)
+        ));
+        assert!(matches!(
+            content_type(Some(DEFAULT_CONTENT_TYPE)),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(content_type(Some("text/plain")), "text/plain");
     }
 
     #[test]
