@@ -56,11 +56,60 @@ impl ObjectRecord {
     }
 }
 
-/// A stored object: the record, and the bytes when the fake keeps them.
+/// A stored object: its record without the name (the bucket's map key already holds
+/// it, and a long replay keeps millions), and the bytes when the fake keeps them.
 #[derive(Debug, Clone)]
 pub(crate) struct StoredObject {
-    pub(crate) record: ObjectRecord,
+    pub(crate) generation: i64,
+    size: u64,
+    crc32c: u32,
+    md5: [u8; 16],
+    created_unix_ms: u64,
+    content_type: Cow<'static, str>,
     pub(crate) bytes: Option<Bytes>,
+}
+
+impl StoredObject {
+    /// Splits `record` into its name (the map key) and what is stored under it.
+    pub(crate) fn new(record: ObjectRecord, bytes: Option<Bytes>) -> (String, Self) {
+        let ObjectRecord {
+            name,
+            generation,
+            size,
+            crc32c,
+            md5,
+            created_unix_ms,
+            content_type,
+        } = record;
+        let stored = Self {
+            generation,
+            size,
+            crc32c,
+            md5,
+            created_unix_ms,
+            content_type,
+            bytes,
+        };
+        (name, stored)
+    }
+
+    /// The record of this object, stored under `name`.
+    pub(crate) fn record(&self, name: &str) -> ObjectRecord {
+        self.clone().into_record(name.to_string())
+    }
+
+    /// The record of this object, stored under `name`, without copying.
+    pub(crate) fn into_record(self, name: String) -> ObjectRecord {
+        ObjectRecord {
+            name,
+            generation: self.generation,
+            size: self.size,
+            crc32c: self.crc32c,
+            md5: self.md5,
+            created_unix_ms: self.created_unix_ms,
+            content_type: self.content_type,
+        }
+    }
 }
 
 /// Conditions a request puts on the object's current generation.
@@ -152,7 +201,7 @@ impl Bucket {
                     last = Some(format!("{common}{AFTER_PREFIX}"));
                 }
                 None => {
-                    page.objects.push(object.record.clone());
+                    page.objects.push(object.record(name));
                     last = Some(name.clone());
                 }
             }
@@ -177,13 +226,8 @@ mod tests {
                 created_unix_ms: 0,
                 content_type: Cow::Borrowed(""),
             };
-            b.objects.insert(
-                name.to_string(),
-                StoredObject {
-                    record,
-                    bytes: None,
-                },
-            );
+            let (name, object) = StoredObject::new(record, None);
+            b.objects.insert(name, object);
         }
         b
     }

@@ -1119,14 +1119,14 @@ impl Ctx<'_> {
         let Some(object) = b.objects.get(name) else {
             return no_such_object(api, bucket, name);
         };
-        if generation.is_some_and(|g| g != object.record.generation.to_string()) {
+        if generation.is_some_and(|g| g != object.generation.to_string()) {
             return no_such_object(api, bucket, name);
         }
         let object = object.clone();
-        if !pre.hold(Some(object.record.generation)) {
+        if !pre.hold(Some(object.generation)) {
             return precondition_failed(api);
         }
-        let r = &object.record;
+        let r = &object.record(name);
         if !media {
             return Reply::json(200, &Self::object_resource(&self.base, bucket, r));
         }
@@ -1205,7 +1205,7 @@ impl Ctx<'_> {
         let Some(object) = b.objects.get(name) else {
             return no_such_object(api, bucket, name);
         };
-        if !pre.hold(Some(object.record.generation)) {
+        if !pre.hold(Some(object.generation)) {
             state.stats.precondition_failures += 1;
             return precondition_failed(api);
         }
@@ -1256,7 +1256,7 @@ impl Ctx<'_> {
                 ),
             };
         }
-        let current = b.objects.get(name).map(|o| o.record.generation);
+        let current = b.objects.get(name).map(|o| o.generation);
         if !pre.hold(current) {
             state.stats.precondition_failures += 1;
             let mut reply = precondition_failed(api);
@@ -1274,13 +1274,8 @@ impl Ctx<'_> {
             created_unix_ms: now_ms,
             content_type,
         };
-        b.objects.insert(
-            name.to_string(),
-            StoredObject {
-                record: record.clone(),
-                bytes: keep_bytes.then_some(data),
-            },
-        );
+        let (key, stored) = StoredObject::new(record.clone(), keep_bytes.then_some(data));
+        b.objects.insert(key, stored);
         state.stats.objects_committed += 1;
         let mut reply = match api {
             Api::Json => Reply::json(200, &Self::object_resource(&self.base, bucket, &record)),
@@ -1416,7 +1411,7 @@ impl Ctx<'_> {
             return no_such_bucket(Api::Json, bucket);
         }
         let b = &self.state.buckets[bucket];
-        if !pre.hold(b.objects.get(&name).map(|o| o.record.generation)) {
+        if !pre.hold(b.objects.get(&name).map(|o| o.generation)) {
             self.state.stats.precondition_failures += 1;
             return precondition_failed(Api::Json);
         }
@@ -1566,7 +1561,7 @@ impl Ctx<'_> {
                 .buckets
                 .get(&bucket)
                 .and_then(|b| b.objects.get(&name))
-                .map(|o| o.record.clone());
+                .map(|o| o.record(&name));
             if let Some(session) = self.state.uploads.get_mut(upload_id) {
                 session.finalized = record;
             }

@@ -244,7 +244,7 @@ impl FakeGcs {
         self.state()
             .buckets
             .get(bucket)
-            .map(|b| b.objects.values().map(|o| o.record.clone()).collect())
+            .map(|b| b.objects.iter().map(|(name, o)| o.record(name)).collect())
             .unwrap_or_default()
     }
 
@@ -256,8 +256,8 @@ impl FakeGcs {
             .get_mut(bucket)
             .map(|b| {
                 std::mem::take(&mut b.objects)
-                    .into_values()
-                    .map(|o| o.record)
+                    .into_iter()
+                    .map(|(name, o)| o.into_record(name))
                     .collect()
             })
             .unwrap_or_default()
@@ -274,7 +274,7 @@ impl FakeGcs {
     /// One object's record.
     pub fn object(&self, bucket: &str, name: &str) -> Option<ObjectRecord> {
         let state = self.state();
-        Some(state.buckets.get(bucket)?.objects.get(name)?.record.clone())
+        Some(state.buckets.get(bucket)?.objects.get(name)?.record(name))
     }
 
     /// One object's bytes, when the fake keeps bytes.
