@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::ledger::{Told, parse_object_name};
+use crate::recorder::HostSample;
 use crate::scenario::EventKind;
 use crate::world::RunOutput;
 
@@ -425,20 +426,43 @@ fn drain_progress(run: &RunOutput) -> Option<f64> {
     let window =
         (Duration::from_secs(60).as_nanos() / recorder.sample.as_nanos().max(1)).max(1) as u64;
     let first = last.saturating_sub(window);
-    let mut drained = 0;
-    for samples in &recorder.host_samples {
-        let (Some((_, a)), Some((_, b))) = (
-            samples.range(first..=last).next(),
-            samples.range(first..=last).next_back(),
-        ) else {
-            continue;
-        };
-        if a.boot == b.boot {
-            drained += b.drained.saturating_sub(a.drained);
+    let drained: u64 = recorder
+        .host_samples
+        .iter()
+        .map(|samples| drained_across_boots(samples.range(first..=last).map(|(_, s)| s)))
+        .sum();
+    // A run shorter than the window is measured over its own length.
+    let seconds = ((last - first).max(1) as f64) * recorder.sample.as_secs_f64();
+    Some(drained as f64 / seconds)
+}
+
+/// Entries drained over consecutive samples of one host. The counter restarts at each
+/// boot, so a boot that began inside the samples counts from zero; a crash or deploy
+/// in the window must not hide the drain that went on around it.
+fn drained_across_boots<'a>(samples: impl Iterator<Item = &'a HostSample>) -> u64 {
+    let mut total = 0;
+    // (boot, counter at the segment's start, latest counter)
+    let mut segment: Option<(u16, u64, u64)> = None;
+    for sample in samples {
+        match &mut segment {
+            Some((boot, _, latest)) if *boot == sample.boot => *latest = sample.drained,
+            _ => {
+                let from = match segment {
+                    Some((_, start, latest)) => {
+                        total += latest.saturating_sub(start);
+                        0
+                    }
+                    // The first boot seen may have started before the samples.
+                    None => sample.drained,
+                };
+                segment = Some((sample.boot, from, sample.drained));
+            }
         }
     }
-    let seconds = (window as f64) * recorder.sample.as_secs_f64();
-    Some(drained as f64 / seconds)
+    if let Some((_, start, latest)) = segment {
+        total += latest.saturating_sub(start);
+    }
+    total
 }
 
 fn gauges_match_disk(run: &RunOutput) -> Invariant {
@@ -473,5 +497,42 @@ fn gauges_match_disk(run: &RunOutput) -> Invariant {
         name: "gauges_match_disk_after_reopen",
         statement: "After every (re)open, spool_files and spool_bytes equal the entry files on disk",
         status,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(boot: u16, drained: u64) -> HostSample {
+        HostSample {
+            boot,
+            stats: spool::Stats::default(),
+            drained,
+            dead_lettered: 0,
+            quarantined: 0,
+            drain_retries: 0,
+        }
+    }
+
+    #[test]
+    fn drain_progress_adds_up_across_a_reboot() {
+        // Boot 0 drains 40 -> 70 in the window, boot 1 starts from zero and drains 25.
+        let samples = [
+            sample(0, 40),
+            sample(0, 70),
+            sample(1, 0),
+            sample(1, 10),
+            sample(1, 25),
+        ];
+        assert_eq!(drained_across_boots(samples.iter()), 30 + 25);
+    }
+
+    #[test]
+    fn a_boot_that_began_in_the_window_counts_its_first_sample() {
+        let samples = [sample(0, 5), sample(0, 5), sample(1, 8)];
+        assert_eq!(drained_across_boots(samples.iter()), 8);
+        assert_eq!(drained_across_boots([sample(2, 9)].iter()), 0);
+        assert_eq!(drained_across_boots(std::iter::empty()), 0);
     }
 }
