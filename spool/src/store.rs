@@ -371,11 +371,14 @@ impl Spool {
             quarantine_names.push(target);
             metrics.quarantined.inc();
         }
-        if report.temp_files_removed > 0 || !to_quarantine.is_empty() {
-            disk.sync_dir(&entries_dir)
-                .await
-                .map_err(io_err("sync directory", &entries_dir))?;
-        }
+        // Always, not only after removing or moving something here: whatever the
+        // previous process left undurable in this directory (a removed temp file, a
+        // drained entry) is settled before this one reuses any of its names. The
+        // simulated disk needs it too: it keeps synced data by path, so a removal
+        // still pending from the last process would apply to a new file of that name.
+        disk.sync_dir(&entries_dir)
+            .await
+            .map_err(io_err("sync directory", &entries_dir))?;
         report.quarantined = to_quarantine;
         report.entries = index.len() as u64;
 
