@@ -15,12 +15,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use benches::{
-    Backlog, CountingStore, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, backlog_sizes, mark_clean,
-    mark_dirty, prepared_spool,
-};
+use benches::{Backlog, CountingStore, DRAIN_BATCH, Summary, backlog_sizes, mark_clean};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
-use spool::{Spool, SpoolConfig};
 
 const WORKERS: [usize; 3] = [1, 4, 16];
 
@@ -34,15 +30,7 @@ fn drain(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     group.throughput(Throughput::Elements(DRAIN_BATCH));
     for backlog in backlog_sizes() {
-        let dir = prepared_spool("drain", backlog, DRAIN_PAYLOAD);
-        let config = SpoolConfig {
-            max_files: backlog * 2,
-            max_bytes: u64::MAX / 2,
-            ..SpoolConfig::default()
-        };
-        let spool = rt.block_on(Spool::open(&dir, config)).unwrap();
-        mark_dirty(&dir);
-        let mut rig = Backlog::new(spool, backlog);
+        let (mut rig, dir) = Backlog::open(&rt, "drain", backlog);
         for workers in WORKERS {
             let id = BenchmarkId::new(format!("{workers}w"), backlog);
             group.bench_with_input(id, &workers, |b, &workers| {
@@ -87,15 +75,7 @@ fn summary(since: SystemTime) {
 fn profile(workers: usize) {
     const COUNT: u64 = 50_000;
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let dir = prepared_spool("drain", 100_000, DRAIN_PAYLOAD);
-    let config = SpoolConfig {
-        max_files: 200_000,
-        max_bytes: u64::MAX / 2,
-        ..SpoolConfig::default()
-    };
-    let spool = rt.block_on(Spool::open(&dir, config)).unwrap();
-    mark_dirty(&dir);
-    let rig = Backlog::new(spool, 100_000);
+    let (rig, _dir) = Backlog::open(&rt, "drain", 100_000);
     let store = CountingStore::new(Arc::new(object_store::memory::InMemory::new()));
     let took = rt.block_on(rig.drain(&store, workers, COUNT));
     println!(

@@ -22,10 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use benches::{
-    Backlog, CountingStore, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, mark_clean, mark_dirty,
-    prepared_spool, run_token,
-};
+use benches::{Backlog, CountingStore, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, mark_clean, run_token};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST};
@@ -34,7 +31,6 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use object_store::ObjectStore;
 use sim::gcs::{FakeGcs, FakeGcsConfig, TokioClock};
-use spool::{Spool, SpoolConfig};
 
 const BUCKET: &str = "bench";
 const BACKLOG: u64 = 10_000;
@@ -62,15 +58,7 @@ fn http(c: &mut Criterion) {
         sim::connector::gcs_store_http(&format!("http://{addr}"), BUCKET).unwrap(),
     );
 
-    let dir = prepared_spool("http", BACKLOG, DRAIN_PAYLOAD);
-    let config = SpoolConfig {
-        max_files: BACKLOG * 2,
-        max_bytes: u64::MAX / 2,
-        ..SpoolConfig::default()
-    };
-    let spool = rt.block_on(Spool::open(&dir, config)).unwrap();
-    mark_dirty(&dir);
-    let mut rig = Backlog::new(spool, BACKLOG);
+    let (mut rig, dir) = Backlog::open(&rt, "http", BACKLOG);
     let bare = BareClient {
         addr,
         token: run_token().into(),

@@ -29,7 +29,7 @@ use object_store::{
 use spool::entry;
 use spool::metrics::DrainOutcome;
 use spool::store::{ENTRIES_DIR, entry_file_name};
-use spool::{Drainer, DrainerConfig, Remote, Spool};
+use spool::{Drainer, DrainerConfig, Remote, Spool, SpoolConfig};
 
 /// Spool sizes to measure: 1k, 10k, 100k, and 1M with `SPOOL_BENCH_LARGE=1`.
 pub fn backlog_sizes() -> Vec<u64> {
@@ -129,16 +129,27 @@ pub struct Backlog {
 }
 
 impl Backlog {
-    /// Wraps an open spool that holds `backlog` entries.
-    pub fn new(spool: Spool, backlog: u64) -> Self {
+    /// Opens the prepared spool `label` of `backlog` entries (see [`prepared_spool`]),
+    /// with room for twice that, and marks it dirty until the bench calls
+    /// [`mark_clean`] on the returned directory.
+    pub fn open(rt: &tokio::runtime::Runtime, label: &str, backlog: u64) -> (Self, PathBuf) {
         assert!(backlog >= 2 * DRAIN_BATCH, "backlog {backlog} too small");
-        Self {
+        let dir = prepared_spool(label, backlog, DRAIN_PAYLOAD);
+        let config = SpoolConfig {
+            max_files: backlog * 2,
+            max_bytes: u64::MAX / 2,
+            ..SpoolConfig::default()
+        };
+        let spool = rt.block_on(Spool::open(&dir, config)).unwrap();
+        mark_dirty(&dir);
+        let rig = Self {
             spool,
             backlog,
             token: run_token(),
             refill_seq: 0,
             payload: Bytes::from(vec![0xa5; DRAIN_PAYLOAD]),
-        }
+        };
+        (rig, dir)
     }
 
     /// Tops the spool back up to the backlog, 64 durable puts at a time.
