@@ -46,6 +46,7 @@ pub mod disk;
 pub mod drainer;
 pub mod entry;
 pub mod error;
+pub mod format;
 pub mod inspect;
 pub mod metrics;
 pub mod name;

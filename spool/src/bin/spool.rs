@@ -3,10 +3,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use spool::clock::{Clock, SystemClock};
+use spool::format;
 use spool::inspect::{self, Depth, Scan};
 
 #[derive(Parser)]
@@ -70,13 +71,13 @@ fn stat(dir: &std::path::Path, scan: &Scan, now_ms: u64) {
     println!(
         "  entries      {} files, {}",
         scan.entries.len(),
-        bytes(scan.entry_bytes())
+        format::bytes(scan.entry_bytes())
     );
     if let Some(oldest) = scan.entries.first() {
         let created = oldest.header.created_unix_ms;
         println!(
             "  oldest       {} (age {})",
-            rfc3339(created),
+            format::rfc3339_millis(created),
             age(now_ms, created)
         );
     }
@@ -84,7 +85,7 @@ fn stat(dir: &std::path::Path, scan: &Scan, now_ms: u64) {
         let created = newest.header.created_unix_ms;
         println!(
             "  newest       {} (age {})",
-            rfc3339(created),
+            format::rfc3339_millis(created),
             age(now_ms, created)
         );
     }
@@ -107,7 +108,7 @@ fn ls(scan: &Scan, limit: Option<usize>, now_ms: u64) {
         println!(
             "{:>20}  {:24}  {:>10}  {:>10}  {}",
             h.seq,
-            rfc3339(h.created_unix_ms),
+            format::rfc3339_millis(h.created_unix_ms),
             age(now_ms, h.created_unix_ms),
             h.payload_len,
             h.name
@@ -122,7 +123,7 @@ fn verify(scan: &Scan) -> ExitCode {
     println!(
         "{} entries verified ({})",
         scan.entries.len(),
-        bytes(scan.entry_bytes())
+        format::bytes(scan.entry_bytes())
     );
     for (file, reason) in &scan.corrupt {
         println!("CORRUPT  entries/{file}: {reason}");
@@ -144,26 +145,6 @@ fn verify(scan: &Scan) -> ExitCode {
     }
 }
 
-fn rfc3339(unix_ms: u64) -> String {
-    humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(unix_ms)).to_string()
-}
-
 fn age(now_ms: u64, then_ms: u64) -> String {
-    let secs = now_ms.saturating_sub(then_ms) / 1000;
-    humantime::format_duration(Duration::from_secs(secs)).to_string()
-}
-
-fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
+    format::duration(Duration::from_secs(now_ms.saturating_sub(then_ms) / 1000))
 }
