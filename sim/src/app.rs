@@ -20,9 +20,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spool::disk::Disk;
 use spool::metrics::UploadOutcome;
-use spool::{
-    Drainer, DrainerConfig, Metrics, Outcome, PutError, Remote, Spool, UploadError, Uploader,
-};
+use spool::{Drainer, DrainerConfig, Metrics, Outcome, Remote, Spool, UploadError, Uploader};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
@@ -425,15 +423,11 @@ async fn produce(
 }
 
 fn told(result: Result<Outcome, UploadError>) -> Told {
-    match result {
-        Ok(Outcome::Stored) => Told::Stored,
-        Ok(Outcome::Spooled { .. }) => Told::Spooled,
-        Err(UploadError::SpoolFull { .. })
-        | Err(UploadError::NotSpooled {
-            spool_error: PutError::TooLarge { .. },
-            ..
-        }) => Told::Rejected,
-        Err(_) => Told::Failed,
+    match UploadOutcome::of(&result) {
+        UploadOutcome::Stored => Told::Stored,
+        UploadOutcome::Spooled => Told::Spooled,
+        UploadOutcome::Rejected => Told::Rejected,
+        UploadOutcome::Failed => Told::Failed,
     }
 }
 

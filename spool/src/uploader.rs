@@ -85,17 +85,7 @@ impl Uploader {
     /// the spool.
     pub async fn upload(&self, name: &str, payload: Bytes) -> Result<Outcome, UploadError> {
         let result = self.try_upload(name, payload).await;
-        let outcome = match &result {
-            Ok(Outcome::Stored) => UploadOutcome::Stored,
-            Ok(Outcome::Spooled { .. }) => UploadOutcome::Spooled,
-            Err(UploadError::SpoolFull { .. })
-            | Err(UploadError::NotSpooled {
-                spool_error: PutError::TooLarge { .. },
-                ..
-            }) => UploadOutcome::Rejected,
-            Err(_) => UploadOutcome::Failed,
-        };
-        self.spool.metrics().upload(outcome);
+        self.spool.metrics().upload(UploadOutcome::of(&result));
         result
     }
 
@@ -150,6 +140,23 @@ impl Uploader {
                 store_error,
                 spool_error,
             }),
+        }
+    }
+}
+
+impl UploadOutcome {
+    /// How an [`Uploader::upload`] result is counted in `uploads_total`: the one
+    /// place that sorts errors into backpressure (`Rejected`) and the rest.
+    pub fn of(result: &Result<Outcome, UploadError>) -> Self {
+        match result {
+            Ok(Outcome::Stored) => UploadOutcome::Stored,
+            Ok(Outcome::Spooled { .. }) => UploadOutcome::Spooled,
+            Err(UploadError::SpoolFull { .. })
+            | Err(UploadError::NotSpooled {
+                spool_error: PutError::TooLarge { .. },
+                ..
+            }) => UploadOutcome::Rejected,
+            Err(_) => UploadOutcome::Failed,
         }
     }
 }
