@@ -12,11 +12,11 @@
 //! under `perf record` or `perf trace -s` with it set.
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use benches::{Backlog, CountingStore, DRAIN_BATCH, Summary, backlog_sizes, mark_clean};
+use benches::{Backlog, DRAIN_BATCH, Summary, backlog_sizes, mark_clean};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use spool::testing::{FlakyStore, Mode};
 
 const WORKERS: [usize; 3] = [1, 4, 16];
 
@@ -38,8 +38,7 @@ fn drain(c: &mut Criterion) {
                     let mut total = Duration::ZERO;
                     for _ in 0..iters {
                         rt.block_on(rig.refill());
-                        let store =
-                            CountingStore::new(Arc::new(object_store::memory::InMemory::new()));
+                        let store = FlakyStore::new(Mode::Healthy);
                         total += rt.block_on(rig.drain(&store, workers, DRAIN_BATCH));
                     }
                     total
@@ -76,7 +75,7 @@ fn profile(workers: usize) {
     const COUNT: u64 = 50_000;
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (rig, _dir) = Backlog::open(&rt, "drain", 100_000);
-    let store = CountingStore::new(Arc::new(object_store::memory::InMemory::new()));
+    let store = FlakyStore::new(Mode::Healthy);
     let took = rt.block_on(rig.drain(&store, workers, COUNT));
     println!(
         "drained {COUNT} entries with {workers} workers in {took:?}: {:.0} entries/s",

@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use benches::{Backlog, CountingStore, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, mark_clean, run_token};
+use benches::{Backlog, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, mark_clean, run_token};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST};
@@ -31,6 +31,7 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use object_store::ObjectStore;
 use sim::gcs::{FakeGcs, FakeGcsConfig, TokioClock};
+use spool::testing::{FlakyStore, Mode};
 
 const BUCKET: &str = "bench";
 const BACKLOG: u64 = 10_000;
@@ -54,8 +55,9 @@ fn start_fake(rt: &tokio::runtime::Runtime) -> (FakeGcs, SocketAddr) {
 fn http(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (fake, addr) = start_fake(&rt);
-    let store = CountingStore::new(
+    let store = FlakyStore::wrapping(
         sim::connector::gcs_store_http(&format!("http://{addr}"), BUCKET).unwrap(),
+        Mode::Healthy,
     );
 
     let (mut rig, dir) = Backlog::open(&rt, "http", BACKLOG);
@@ -123,7 +125,7 @@ fn http(c: &mut Criterion) {
 /// Time to write `DRAIN_BATCH` objects, numbered from `first`, through `store` from
 /// `tasks` concurrent tasks, each one create-if-absent put at a time.
 async fn put_loop(
-    store: &Arc<CountingStore>,
+    store: &Arc<FlakyStore>,
     bare: &BareClient,
     tasks: usize,
     first: u64,

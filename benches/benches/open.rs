@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use benches::{CountingAlloc, Summary, large, prepared_spool};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
-use spool::store::ENTRIES_DIR;
+use spool::layout::ENTRIES_DIR;
 use spool::{Spool, SpoolConfig};
 
 #[global_allocator]

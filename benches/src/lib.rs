@@ -11,24 +11,17 @@
 //! place outside `spool::clock` allowed to read `std::time::Instant`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::fmt;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use futures::StreamExt;
-use futures::stream::BoxStream;
-use object_store::path::Path as ObjectPath;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
-};
 use spool::entry;
+use spool::layout::{ENTRIES_DIR, entry_file_name};
 use spool::metrics::DrainOutcome;
-use spool::store::{ENTRIES_DIR, entry_file_name};
+use spool::testing::FlakyStore;
 use spool::{Drainer, DrainerConfig, Remote, Spool, SpoolConfig};
 
 /// Spool sizes to measure: 1k, 10k, 100k, and 1M with `SPOOL_BENCH_LARGE=1`.
@@ -171,7 +164,7 @@ impl Backlog {
     /// is signalled by `store` (no polling on a timer, whose 1 ms granularity would
     /// be a visible share of a batch).
     #[allow(clippy::disallowed_methods)] // benches measure real time
-    pub async fn drain(&self, store: &Arc<CountingStore>, workers: usize, count: u64) -> Duration {
+    pub async fn drain(&self, store: &Arc<FlakyStore>, workers: usize, count: u64) -> Duration {
         let spool = &self.spool;
         let files_at_end = spool.stats().files - count;
         assert!(
@@ -187,7 +180,7 @@ impl Backlog {
         let remote = Remote::new(store.clone());
         let started = std::time::Instant::now();
         let drainer = Drainer::start(spool.clone(), remote, config);
-        store.wait_for(puts_at_end).await;
+        store.wait_for_puts(puts_at_end).await;
         // At most `workers` removals are still in flight: wait for them briefly.
         while spool.stats().files > files_at_end {
             tokio::task::yield_now().await;
@@ -209,143 +202,6 @@ impl Backlog {
         );
         assert_eq!(m.drain_retries_total(), 0, "drain retried");
         assert_eq!(m.dead_lettered_total() + m.quarantined_total(), 0);
-    }
-}
-
-/// An object store wrapper that counts successful puts and wakes waiters once a
-/// count is reached. Everything else passes through.
-#[derive(Debug)]
-pub struct CountingStore {
-    inner: Arc<dyn ObjectStore>,
-    puts: AtomicU64,
-    wake_at: AtomicU64,
-    reached: tokio::sync::Notify,
-}
-
-impl CountingStore {
-    /// Wraps `inner`.
-    pub fn new(inner: Arc<dyn ObjectStore>) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
-            puts: AtomicU64::new(0),
-            wake_at: AtomicU64::new(u64::MAX),
-            reached: tokio::sync::Notify::new(),
-        })
-    }
-
-    /// Successful puts so far.
-    pub fn puts(&self) -> u64 {
-        self.puts.load(Ordering::SeqCst)
-    }
-
-    /// Waits until `count` puts have succeeded.
-    pub async fn wait_for(&self, count: u64) {
-        self.wake_at.store(count, Ordering::SeqCst);
-        loop {
-            let reached = self.reached.notified();
-            tokio::pin!(reached);
-            reached.as_mut().enable();
-            if self.puts() >= count {
-                // Disarmed: later puts (of another loop) pay no notification.
-                self.wake_at.store(u64::MAX, Ordering::SeqCst);
-                return;
-            }
-            reached.await;
-        }
-    }
-}
-
-impl fmt::Display for CountingStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CountingStore({})", self.inner)
-    }
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for CountingStore {
-    async fn put_opts(
-        &self,
-        location: &ObjectPath,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        let result = self.inner.put_opts(location, payload, opts).await?;
-        let puts = self.puts.fetch_add(1, Ordering::SeqCst) + 1;
-        if puts >= self.wake_at.load(Ordering::SeqCst) {
-            self.reached.notify_waiters();
-        }
-        Ok(result)
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &ObjectPath,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &ObjectPath,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-
-    async fn get_ranges(
-        &self,
-        location: &ObjectPath,
-        ranges: &[Range<u64>],
-    ) -> object_store::Result<Vec<Bytes>> {
-        self.inner.get_ranges(location, ranges).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<ObjectPath>>,
-    ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    fn list_with_offset(
-        &self,
-        prefix: Option<&ObjectPath>,
-        offset: &ObjectPath,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list_with_offset(prefix, offset)
-    }
-
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &ObjectPath,
-        to: &ObjectPath,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-
-    async fn rename_opts(
-        &self,
-        from: &ObjectPath,
-        to: &ObjectPath,
-        options: RenameOptions,
-    ) -> object_store::Result<()> {
-        self.inner.rename_opts(from, to, options).await
     }
 }
 

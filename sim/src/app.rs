@@ -335,7 +335,7 @@ async fn open_spool(
                 let stats = spool.stats();
                 check.gauges = (stats.files, stats.bytes);
                 check.on_disk =
-                    entries_on_disk(&control.disk, &dir.join(spool::store::ENTRIES_DIR)).await;
+                    entries_on_disk(&control.disk, &dir.join(spool::layout::ENTRIES_DIR)).await;
                 check.temp_removed = report.temp_files_removed;
                 check.quarantined = report.quarantined.len() as u64;
                 shared.recorder().reopens.push(check);
@@ -367,7 +367,7 @@ async fn entries_on_disk(disk: &SimDisk, dir: &Path) -> (u64, u64) {
     let mut bytes = 0;
     for name in names
         .iter()
-        .filter(|n| spool::store::parse_seq(n).is_some())
+        .filter(|n| spool::layout::parse_seq(n).is_some())
     {
         files += 1;
         bytes += turmoil::fs::shim::std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
@@ -475,15 +475,15 @@ async fn sample(shared: Arc<Shared>, host: u32, boot: u16, spool: Spool) {
 /// the disk. `spool` gives the final stats when it could be opened.
 async fn inventory(disk: &SimDisk, spool: Option<&Spool>, metrics: Option<&Metrics>) -> Inventory {
     let root = PathBuf::from(SPOOL_DIR);
-    let pending = object_names(disk, &root.join(spool::store::ENTRIES_DIR)).await;
+    let pending = object_names(disk, &root.join(spool::layout::ENTRIES_DIR)).await;
     let stats = spool.map(Spool::stats).unwrap_or_else(|| spool::Stats {
         files: pending.len() as u64,
         ..spool::Stats::default()
     });
     Inventory {
         pending,
-        dead_letter: object_names(disk, &root.join(spool::store::DEAD_LETTER_DIR)).await,
-        quarantine: object_names(disk, &root.join(spool::store::QUARANTINE_DIR)).await,
+        dead_letter: object_names(disk, &root.join(spool::layout::DEAD_LETTER_DIR)).await,
+        quarantine: object_names(disk, &root.join(spool::layout::QUARANTINE_DIR)).await,
         stats,
         uploads: metrics.map(upload_counts).unwrap_or_default(),
     }

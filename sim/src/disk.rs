@@ -160,7 +160,7 @@ mod tests {
     fn sim_disk_passes_the_disk_conformance_suite() {
         let mut sim = sim();
         sim.client("host", async {
-            spool::disk::conformance::run_all(&SimDisk::new(), Path::new("/conformance")).await;
+            spool::testing::conformance::run_all(&SimDisk::new(), Path::new("/conformance")).await;
             Ok(())
         });
         sim.run().unwrap();
@@ -209,8 +209,8 @@ mod tests {
 
     #[test]
     fn a_removal_left_pending_by_the_last_process_does_not_empty_a_new_entry() {
-        use spool::clock::ManualClock;
         use spool::metrics::Metrics;
+        use spool::testing::ManualClock;
         use spool::{Spool, SpoolConfig};
 
         let mut sim = sim();

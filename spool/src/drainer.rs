@@ -28,7 +28,7 @@ use crate::backoff::{Backoff, BackoffConfig};
 use crate::error::StoreError;
 use crate::metrics::{DrainOutcome, WritePath};
 use crate::remote::{Existing, Remote};
-use crate::store::{Claim, ReadError, Spool};
+use crate::spool::{Claim, ReadError, Spool};
 
 /// Settings for a [`Drainer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,14 +143,12 @@ impl Worker {
         // devices return transient errors.
         let first = self.spool.read(&claim).await;
         let read = match first {
-            Err(ReadError::Corrupt(_) | ReadError::SeqMismatch { .. }) => {
-                self.spool.read(&claim).await
-            }
+            Err(ReadError::Corrupt(_)) => self.spool.read(&claim).await,
             other => other,
         };
         let (header, payload) = match read {
             Ok(entry) => entry,
-            Err(e @ (ReadError::Corrupt(_) | ReadError::SeqMismatch { .. })) => {
+            Err(e @ ReadError::Corrupt(_)) => {
                 if let Err(io) = self.spool.quarantine(claim, &e.to_string()).await {
                     tracing::error!(error = %io, "cannot quarantine a corrupt entry");
                 }
@@ -167,7 +165,7 @@ impl Worker {
         #[cfg(feature = "mutations")]
         let claim = if self
             .spool
-            .mutation_is(crate::store::Mutation::RemoveBeforeUpload)
+            .mutation_is(crate::spool::Mutation::RemoveBeforeUpload)
         {
             let _ = self.spool.remove(claim).await;
             let _ = self.attempt(&header.name, &payload).await;
@@ -258,10 +256,11 @@ mod tests {
     use bytes::Bytes;
 
     use super::*;
+    use crate::SpoolConfig;
     use crate::backoff::Jitter;
     use crate::disk::Disk;
+    use crate::layout::entry_file_name;
     use crate::metrics::DrainOutcome as D;
-    use crate::store::{SpoolConfig, entry_file_name};
     use crate::testing::{FlakyStore, Mode, mem_spool};
 
     fn config(workers: usize) -> DrainerConfig {

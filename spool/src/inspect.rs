@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use crate::entry::{self, FIXED_HEADER_BYTES, Header};
+use crate::entry::{FIXED_HEADER_BYTES, Header};
+use crate::layout::{
+    self, DEAD_LETTER_DIR, ENTRIES_DIR, ERROR_SUFFIX, QUARANTINE_DIR, REASON_SUFFIX, TEMP_SUFFIX,
+};
 use crate::name::MAX_NAME_BYTES;
-use crate::store::{DEAD_LETTER_DIR, ENTRIES_DIR, QUARANTINE_DIR, parse_seq};
 
 /// How much of each entry to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +80,7 @@ pub fn scan(dir: &Path, depth: Depth) -> io::Result<Scan> {
     }
     let mut scan = Scan::default();
     for file in file_names(&entries_dir)? {
-        if file.ends_with(".tmp") {
+        if file.ends_with(TEMP_SUFFIX) {
             scan.temp_files += 1;
             continue;
         }
@@ -94,8 +96,8 @@ pub fn scan(dir: &Path, depth: Depth) -> io::Result<Scan> {
         }
     }
     scan.entries.sort_by_key(|e| e.header.seq);
-    scan.quarantined = set_aside(&dir.join(QUARANTINE_DIR), ".reason")?;
-    scan.dead_letters = set_aside(&dir.join(DEAD_LETTER_DIR), ".error")?;
+    scan.quarantined = set_aside(&dir.join(QUARANTINE_DIR), REASON_SUFFIX)?;
+    scan.dead_letters = set_aside(&dir.join(DEAD_LETTER_DIR), ERROR_SUFFIX)?;
     Ok(scan)
 }
 
@@ -131,16 +133,14 @@ fn read(path: &PathBuf, depth: Depth) -> io::Result<Bytes> {
     }
 }
 
+/// The checks `Spool::open` makes ([`layout::verify`]), or those of them that need
+/// only the header.
 fn check(file: &str, data: Bytes, depth: Depth) -> Result<Header, String> {
-    let header = match depth {
-        Depth::Full => entry::decode(data).map(|(h, _)| h),
-        Depth::Headers => entry::decode_header(&data).map(|(h, _)| h),
+    match depth {
+        Depth::Full => layout::verify(file, data).map(|(h, _)| h),
+        Depth::Headers => layout::verify_header(file, &data),
     }
-    .map_err(|e| e.to_string())?;
-    if parse_seq(file) != Some(header.seq) {
-        return Err("file name does not match the sequence number in its header".into());
-    }
-    Ok(header)
+    .map_err(|e| e.to_string())
 }
 
 fn set_aside(dir: &Path, note_suffix: &str) -> io::Result<Vec<SetAside>> {
@@ -187,7 +187,7 @@ mod tests {
         assert_eq!(full.temp_files, 1);
         assert_eq!(full.dead_letters.len(), 1);
         assert_eq!(full.dead_letters[0].note, "HTTP 403");
-        assert_eq!(full.entry_bytes(), entry::file_bytes(1, 1));
+        assert_eq!(full.entry_bytes(), crate::entry::file_bytes(1, 1));
         assert_eq!(scan(dir.path(), Depth::Headers).unwrap(), full);
         // The spool still works: the scan held no lock.
         spool.put("c", Bytes::new()).await.unwrap();
@@ -206,7 +206,7 @@ mod tests {
         let path = dir
             .path()
             .join(ENTRIES_DIR)
-            .join(crate::store::entry_file_name(receipt.seq));
+            .join(layout::entry_file_name(receipt.seq));
         let mut bytes = std::fs::read(&path).unwrap();
         *bytes.last_mut().unwrap() ^= 1;
         std::fs::write(&path, bytes).unwrap();
@@ -219,6 +219,38 @@ mod tests {
             "{:?}",
             full.corrupt
         );
+    }
+
+    #[tokio::test]
+    async fn verify_reports_an_entry_that_open_would_quarantine() {
+        // Intact bytes and checksums, but an object name no store accepts: the
+        // header check alone used to pass it while open quarantined it.
+        let dir = tempfile::tempdir().unwrap();
+        drop(
+            Spool::open(dir.path(), SpoolConfig::default())
+                .await
+                .unwrap(),
+        );
+        let file = layout::entry_file_name(1);
+        let bytes = crate::entry::encode(1, 0, "a\nb", b"payload");
+        std::fs::write(dir.path().join(ENTRIES_DIR).join(&file), &bytes).unwrap();
+
+        for depth in [Depth::Headers, Depth::Full] {
+            let scan = scan(dir.path(), depth).unwrap();
+            assert_eq!(scan.corrupt.len(), 1, "{depth:?}: {scan:?}");
+            assert!(scan.corrupt[0].1.contains("name"), "{:?}", scan.corrupt);
+        }
+        let (_, report) = Spool::open_with(
+            dir.path(),
+            SpoolConfig::default(),
+            std::sync::Arc::new(crate::StdDisk),
+            std::sync::Arc::new(crate::SystemClock),
+            crate::Metrics::default(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(report.quarantined.len(), 1, "{report:?}");
+        assert_eq!(report.quarantined[0].0, file);
     }
 
     #[test]

@@ -51,11 +51,11 @@ pub mod inspect;
 pub mod metrics;
 pub mod name;
 pub mod remote;
-pub mod store;
+mod spool;
+pub mod stats;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod uploader;
-
-#[cfg(test)]
-mod testing;
 
 pub use backoff::{BackoffConfig, Jitter};
 pub use clock::{Clock, SystemClock};
@@ -65,6 +65,8 @@ pub use error::{FullReason, OpenError, PutError, StoreError, UploadError};
 pub use metrics::Metrics;
 pub use remote::Remote;
 #[cfg(feature = "mutations")]
-pub use store::Mutation;
-pub use store::{Claim, OpenReport, Receipt, Spool, SpoolConfig, Stats};
+pub use spool::Mutation;
+pub use spool::layout;
+pub use spool::{Claim, OpenReport, ReadError, Receipt, Spool, SpoolConfig};
+pub use stats::Stats;
 pub use uploader::{Outcome, Uploader, UploaderConfig};

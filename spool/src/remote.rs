@@ -213,11 +213,6 @@ pub fn retryable_status(status: u16) -> bool {
 fn http_status(error: &object_store::Error) -> Option<u16> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = source {
-        if e.downcast_ref::<object_store::client::HttpError>()
-            .is_some()
-        {
-            return None;
-        }
         let text = e.to_string();
         if let Some(at) = text.find("status code: ") {
             let digits = &text[at + "status code: ".len()..];

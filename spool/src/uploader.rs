@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use crate::error::{PutError, StoreError, UploadError};
 use crate::metrics::{UploadOutcome, WritePath};
 use crate::remote::Remote;
-use crate::store::Spool;
+use crate::spool::Spool;
 
 /// Settings for an [`Uploader`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,10 +167,10 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
+    use crate::SpoolConfig;
     use crate::error::FullReason;
     use crate::metrics::UploadOutcome as O;
     use crate::name::InvalidName;
-    use crate::store::SpoolConfig;
     use crate::testing::{FlakyStore, Mode, mem_spool};
 
     async fn setup(mode: Mode, config: UploaderConfig) -> (Uploader, Spool, Arc<FlakyStore>) {

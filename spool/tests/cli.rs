@@ -70,7 +70,7 @@ async fn verify_exits_1_and_names_a_corrupt_entry() {
     let file = dir
         .path()
         .join("entries")
-        .join(spool::store::entry_file_name(receipt.seq));
+        .join(spool::layout::entry_file_name(receipt.seq));
     let mut bytes = std::fs::read(&file).unwrap();
     *bytes.last_mut().unwrap() ^= 0x40;
     std::fs::write(&file, bytes).unwrap();

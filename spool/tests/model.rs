@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
 use spool::entry;
-use spool::store::{ENTRIES_DIR, entry_file_name};
+use spool::layout::{ENTRIES_DIR, entry_file_name};
 use spool::{FullReason, PutError, Spool, SpoolConfig};
 
 const MAX_FILES: u64 = 6;

@@ -1,29 +1,26 @@
-//! Test doubles for the seams: a disk that fails or pauses on command, and an object
-//! store that can be broken and healed. Unit tests only.
+//! Disks for tests: [`FaultDisk`] is the real file system with failures injected on
+//! command, a gate that holds directory syncs and counters; [`MemDisk`] is an
+//! in-memory disk with no crash model, whose operations complete at once, so that
+//! tests under paused tokio time stay deterministic.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use bytes::Bytes;
-use futures::stream::BoxStream;
-use object_store::client::{HttpError, HttpErrorKind};
-use object_store::memory::InMemory;
-use object_store::path::Path as ObjectPath;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
 
 use crate::disk::{Disk, DiskFuture, DiskLock, StdDisk};
 
 /// Which disk operation a [`FaultDisk`] rule applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
+    /// `create_synced`.
     Create,
+    /// `rename`.
     Rename,
+    /// `sync_dir`.
     SyncDir,
+    /// `remove`.
     Remove,
 }
 
@@ -32,7 +29,9 @@ pub enum Op {
 #[derive(Default)]
 pub struct FaultDisk {
     fail: Mutex<Vec<(Op, std::io::ErrorKind)>>,
+    /// Directory syncs done.
     pub syncs: AtomicU64,
+    /// Renames done.
     pub renames: AtomicU64,
     /// While set, `sync_dir` waits until this many renames have happened.
     gate_until_renames: AtomicU64,
@@ -112,163 +111,6 @@ impl Disk for FaultDisk {
     }
     fn lock<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, DiskLock> {
         StdDisk.lock(path)
-    }
-}
-
-/// How a [`FlakyStore`] answers writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Like the in-memory store.
-    Healthy,
-    /// Every write fails with a connection error (retryable).
-    Down,
-    /// Every write is refused with 403 (not retryable).
-    Forbidden,
-    /// Writes land, then the client sees a connection error (commit-then-fail).
-    CommitThenFail,
-    /// Writes never answer.
-    Hang,
-}
-
-/// An in-memory object store that can be broken and healed, counting write attempts.
-#[derive(Debug)]
-pub struct FlakyStore {
-    pub inner: InMemory,
-    mode: Mutex<Mode>,
-    /// Names whose writes are refused with 403 whatever the mode (poison objects).
-    poison_prefix: Mutex<Option<String>>,
-    pub put_attempts: AtomicU64,
-}
-
-impl FlakyStore {
-    pub fn new(mode: Mode) -> Arc<Self> {
-        Arc::new(Self {
-            inner: InMemory::new(),
-            mode: Mutex::new(mode),
-            poison_prefix: Mutex::new(None),
-            put_attempts: AtomicU64::new(0),
-        })
-    }
-
-    pub fn set_mode(&self, mode: Mode) {
-        *self.mode.lock().unwrap() = mode;
-    }
-
-    pub fn poison(&self, prefix: &str) {
-        *self.poison_prefix.lock().unwrap() = Some(prefix.into());
-    }
-
-    /// Names and bytes of every stored object, in name order.
-    pub async fn contents(&self) -> Vec<(String, Bytes)> {
-        use futures::TryStreamExt;
-        use object_store::ObjectStoreExt;
-        let metas: Vec<ObjectMeta> = self.inner.list(None).try_collect().await.unwrap();
-        let mut out = Vec::new();
-        for meta in metas {
-            let bytes = self
-                .inner
-                .get(&meta.location)
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap();
-            out.push((meta.location.to_string(), bytes));
-        }
-        out.sort();
-        out
-    }
-}
-
-fn connection_refused() -> object_store::Error {
-    object_store::Error::Generic {
-        store: "flaky",
-        source: Box::new(HttpError::new(
-            HttpErrorKind::Connect,
-            std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
-        )),
-    }
-}
-
-impl std::fmt::Display for FlakyStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FlakyStore")
-    }
-}
-
-#[async_trait]
-impl ObjectStore for FlakyStore {
-    async fn put_opts(
-        &self,
-        location: &ObjectPath,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
-        self.put_attempts.fetch_add(1, Ordering::SeqCst);
-        let poisoned = self
-            .poison_prefix
-            .lock()
-            .unwrap()
-            .as_deref()
-            .is_some_and(|p| location.as_ref().starts_with(p));
-        let forbidden = || object_store::Error::PermissionDenied {
-            path: location.to_string(),
-            source: "forbidden".into(),
-        };
-        if poisoned {
-            return Err(forbidden());
-        }
-        let mode = *self.mode.lock().unwrap();
-        match mode {
-            Mode::Healthy => self.inner.put_opts(location, payload, opts).await,
-            Mode::Down => Err(connection_refused()),
-            Mode::Forbidden => Err(forbidden()),
-            Mode::CommitThenFail => {
-                self.inner.put_opts(location, payload, opts).await?;
-                Err(connection_refused())
-            }
-            Mode::Hang => std::future::pending().await,
-        }
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &ObjectPath,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &ObjectPath,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<ObjectPath>>,
-    ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(
-        &self,
-        from: &ObjectPath,
-        to: &ObjectPath,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
     }
 }
 
@@ -394,22 +236,12 @@ impl Disk for MemDisk {
     }
 }
 
-/// A spool on a [`MemDisk`] with a manual clock, and the disk for inspection.
-pub async fn mem_spool(config: crate::SpoolConfig) -> (crate::Spool, Arc<MemDisk>) {
-    let disk = Arc::new(MemDisk::default());
-    let (spool, _) = crate::Spool::open_with(
-        Path::new("/spool"),
-        config,
-        disk.clone(),
-        Arc::new(crate::clock::ManualClock::new(1_791_453_600_000)),
-        crate::Metrics::default(),
-    )
-    .await
-    .unwrap();
-    (spool, disk)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[tokio::test]
-async fn mem_disk_passes_the_conformance_suite() {
-    crate::disk::conformance::run_all(&MemDisk::default(), Path::new("/root")).await;
+    #[tokio::test]
+    async fn mem_disk_passes_the_conformance_suite() {
+        crate::testing::conformance::run_all(&MemDisk::default(), Path::new("/root")).await;
+    }
 }

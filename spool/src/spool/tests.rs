@@ -1,0 +1,428 @@
+//! Unit tests of the spool on the real file system, with injected faults.
+
+use std::io;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::layout::{
+    DEAD_LETTER_DIR, ENTRIES_DIR, QUARANTINE_DIR, entry_file_name, temp_file_name,
+};
+use super::*;
+use crate::entry;
+use crate::error::{FullReason, PutError};
+use crate::testing::{FaultDisk, ManualClock, Op};
+
+const T0: u64 = 1_791_453_600_000; // 2026-10-08T10:00:00Z
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    disk: Arc<FaultDisk>,
+    clock: Arc<ManualClock>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            disk: Arc::new(FaultDisk::default()),
+            clock: Arc::new(ManualClock::new(T0)),
+        }
+    }
+
+    async fn open(&self, config: SpoolConfig) -> Result<(Spool, OpenReport), OpenError> {
+        Spool::open_with(
+            self.dir.path(),
+            config,
+            self.disk.clone(),
+            self.clock.clone(),
+            Metrics::default(),
+        )
+        .await
+    }
+
+    async fn spool(&self) -> Spool {
+        self.open(SpoolConfig::default()).await.unwrap().0
+    }
+
+    fn entries(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(self.dir.path().join(ENTRIES_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+fn payload(n: usize) -> Bytes {
+    Bytes::from(vec![b'x'; n])
+}
+
+#[tokio::test]
+async fn entries_survive_a_reopen_with_their_names_bytes_and_ages() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    spool.put("a/1", Bytes::from_static(b"one")).await.unwrap();
+    fx.clock.advance(Duration::from_secs(60));
+    spool.put("a/2", Bytes::from_static(b"two!")).await.unwrap();
+    let before = spool.stats();
+    drop(spool);
+
+    fx.clock.advance(Duration::from_secs(240));
+    let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
+    assert_eq!(report.entries, 2);
+    let after = spool.stats();
+    assert_eq!((after.files, after.bytes), (before.files, before.bytes));
+    assert_eq!(
+        after.bytes,
+        entry::file_bytes(3, 3) + entry::file_bytes(3, 4)
+    );
+    // The oldest entry was written 300 s ago by the clock, across the restart.
+    assert_eq!(after.oldest_age, Duration::from_secs(300));
+
+    let claim = spool.claim_oldest().unwrap();
+    let (header, bytes) = spool.read(&claim).await.unwrap();
+    assert_eq!((header.name.as_str(), &bytes[..]), ("a/1", &b"one"[..]));
+}
+
+#[tokio::test]
+async fn a_crash_between_write_and_rename_leaves_no_entry() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    fx.disk.fail_next(Op::Rename, io::ErrorKind::Other);
+    let err = spool.put("lost", payload(10)).await.unwrap_err();
+    assert!(matches!(err, PutError::Broken { .. }), "{err}");
+    // The synced temp file is still there, as after a crash at that point.
+    assert_eq!(fx.entries(), [temp_file_name(1)]);
+    drop(spool);
+
+    let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
+    assert_eq!(report.temp_files_removed, 1);
+    assert_eq!(spool.stats().files, 0);
+    assert!(fx.entries().is_empty(), "{:?}", fx.entries());
+}
+
+/// Starts `n` puts of `size`-byte payloads at once; returns their results.
+async fn put_concurrently(spool: &Spool, n: usize, size: usize) -> Vec<Result<Receipt, PutError>> {
+    let puts = (0..n).map(|i| {
+        let spool = spool.clone();
+        tokio::spawn(async move { spool.put(&format!("o/{i}"), payload(size)).await })
+    });
+    futures::future::join_all(puts)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn concurrent_puts_never_exceed_max_files() {
+    let fx = Fixture::new();
+    let config = SpoolConfig {
+        max_files: 10,
+        ..SpoolConfig::default()
+    };
+    let (spool, _) = fx.open(config).await.unwrap();
+    let results = put_concurrently(&spool, 100, 100).await;
+    let stored = results.iter().filter(|r| r.is_ok()).count();
+    let full = results
+        .iter()
+        .filter(|r| matches!(r, Err(PutError::Full(FullReason::Files { max_files: 10 }))))
+        .count();
+    assert_eq!((stored, full), (10, 90));
+    assert_eq!(spool.stats().files, 10);
+    assert_eq!(fx.entries().len(), 10);
+}
+
+#[tokio::test]
+async fn concurrent_puts_never_exceed_max_bytes() {
+    let fx = Fixture::new();
+    let one = entry::file_bytes(3, 1000);
+    let config = SpoolConfig {
+        max_bytes: one * 5 + one / 2,
+        ..SpoolConfig::default()
+    };
+    let (spool, _) = fx.open(config.clone()).await.unwrap();
+    let results = put_concurrently(&spool, 40, 1000).await;
+    assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 5);
+    assert!(spool.stats().bytes <= config.max_bytes);
+    assert!(results.iter().all(|r| match r {
+        Ok(_) => true,
+        Err(e) => matches!(e, PutError::Full(FullReason::Bytes { .. })),
+    }));
+}
+
+#[tokio::test]
+async fn an_entry_that_can_never_fit_is_refused_as_too_large() {
+    let fx = Fixture::new();
+    let config = SpoolConfig {
+        max_bytes: 1000,
+        ..SpoolConfig::default()
+    };
+    let (spool, _) = fx.open(config).await.unwrap();
+    let err = spool.put("big", payload(1000)).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PutError::TooLarge {
+                entry_bytes: 1051,
+                max_bytes: 1000
+            }
+        ),
+        "{err}"
+    );
+    assert!(!err.is_transient());
+}
+
+#[tokio::test]
+async fn names_cloud_storage_would_refuse_are_refused_before_any_write() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    for bad in ["", ".", "a\nb"] {
+        let err = spool.put(bad, payload(1)).await.unwrap_err();
+        assert!(matches!(err, PutError::InvalidName(_)), "{bad:?}: {err}");
+    }
+    assert!(fx.entries().is_empty());
+}
+
+#[tokio::test]
+async fn a_corrupt_entry_is_quarantined_at_open_with_its_reason() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    spool.put("good", payload(10)).await.unwrap();
+    let bad = spool.put("bad", payload(10)).await.unwrap();
+    drop(spool);
+    let path = fx
+        .dir
+        .path()
+        .join(ENTRIES_DIR)
+        .join(entry_file_name(bad.seq));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&path, bytes).unwrap();
+    std::fs::write(fx.dir.path().join(ENTRIES_DIR).join("stray.txt"), b"?").unwrap();
+
+    let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
+    assert_eq!(report.entries, 1);
+    let reasons: Vec<&str> = report.quarantined.iter().map(|(_, r)| r.as_str()).collect();
+    assert_eq!(report.quarantined.len(), 2, "{reasons:?}");
+    assert!(
+        reasons.iter().any(|r| r.contains("payload checksum")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("not a spool entry")),
+        "{reasons:?}"
+    );
+    let stats = spool.stats();
+    assert_eq!((stats.files, stats.quarantined_files), (1, 2));
+    assert_eq!(spool.metrics().quarantined_total(), 2);
+    let reason = std::fs::read_to_string(
+        fx.dir
+            .path()
+            .join(QUARANTINE_DIR)
+            .join(format!("{}.reason", entry_file_name(bad.seq))),
+    )
+    .unwrap();
+    assert!(reason.contains("checksum"), "{reason}");
+    // New entries never reuse the quarantined entry's sequence number.
+    assert!(spool.put("next", payload(1)).await.unwrap().seq > bad.seq);
+}
+
+#[tokio::test]
+async fn a_corrupt_entry_is_quarantined_even_when_its_note_cannot_be_written() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    let bad = spool.put("bad", payload(10)).await.unwrap();
+    drop(spool);
+    let path = fx
+        .dir
+        .path()
+        .join(ENTRIES_DIR)
+        .join(entry_file_name(bad.seq));
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    // The disk is full: the note cannot be written, the move still happens.
+    fx.disk.fail_next(Op::Create, io::ErrorKind::StorageFull);
+    let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
+    assert_eq!(report.quarantined.len(), 1);
+    assert_eq!(spool.stats().files, 0);
+    assert!(
+        fx.dir
+            .path()
+            .join(QUARANTINE_DIR)
+            .join(entry_file_name(bad.seq))
+            .exists()
+    );
+}
+
+#[tokio::test]
+async fn the_lock_refuses_a_second_opener() {
+    let fx = Fixture::new();
+    let _first = fx.spool().await;
+    let err = fx.open(SpoolConfig::default()).await.unwrap_err();
+    assert!(matches!(err, OpenError::Locked { .. }), "{err}");
+    assert!(err.to_string().contains("in use"), "{err}");
+}
+
+#[tokio::test]
+async fn a_full_disk_is_backpressure_not_a_broken_spool() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    fx.disk.fail_next(Op::Create, io::ErrorKind::StorageFull);
+    let err = spool.put("a", payload(10)).await.unwrap_err();
+    assert!(matches!(err, PutError::Full(FullReason::Disk)), "{err}");
+    assert!(err.is_transient());
+    assert!(
+        fx.entries().is_empty(),
+        "the partial file was not cleaned up"
+    );
+    spool.put("a", payload(10)).await.unwrap();
+    assert_eq!(spool.stats().broken, None);
+}
+
+#[tokio::test]
+async fn a_failed_directory_sync_stops_the_spool_until_it_is_reopened() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    fx.disk.fail_next(Op::SyncDir, io::ErrorKind::Other);
+    let err = spool.put("a", payload(10)).await.unwrap_err();
+    assert!(matches!(err, PutError::Broken { .. }), "{err}");
+    // The disk is healthy again, but an fsync is never retried.
+    let again = spool.put("b", payload(10)).await.unwrap_err();
+    assert!(again.to_string().contains("syncing directory"), "{again}");
+    assert!(spool.stats().broken.is_some());
+    drop(spool);
+    let spool = fx.spool().await;
+    spool.put("b", payload(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_puts_share_directory_syncs() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    let syncs_at_open = fx.disk.syncs.load(Ordering::SeqCst);
+    // The first sync waits until all 32 puts have renamed their files, so it covers
+    // the first and the second covers the rest: 2 syncs for 32 puts.
+    fx.disk.hold_syncs_until_renames(32);
+    for r in put_concurrently(&spool, 32, 10).await {
+        r.unwrap();
+    }
+    assert_eq!(fx.disk.syncs.load(Ordering::SeqCst) - syncs_at_open, 2);
+}
+
+#[tokio::test]
+async fn a_put_whose_caller_gives_up_still_completes() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    fx.disk.hold_syncs_until_renames(2);
+    let abandoned = {
+        let spool = spool.clone();
+        tokio::spawn(async move { spool.put("abandoned", payload(10)).await })
+    };
+    // Let it reach the held directory sync, then abandon it.
+    while fx.disk.renames.load(Ordering::SeqCst) < 1 {
+        tokio::task::yield_now().await;
+    }
+    abandoned.abort();
+    spool.put("second", payload(10)).await.unwrap();
+    assert_eq!(spool.stats().files, 2);
+    assert_eq!(spool.stats().reserved_files, 0);
+}
+
+#[tokio::test]
+async fn claims_are_oldest_first_disjoint_and_returned_when_dropped() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    for i in 0..3 {
+        spool.put(&format!("o/{i}"), payload(1)).await.unwrap();
+    }
+    let first = spool.claim_oldest().unwrap();
+    let second = spool.claim_oldest().unwrap();
+    assert_eq!((first.seq(), second.seq()), (1, 2));
+    assert_eq!(spool.stats().claimed, 2);
+    drop(first);
+    assert_eq!(spool.claim_oldest().unwrap().seq(), 1);
+    spool.remove(second).await.unwrap();
+    let stats = spool.stats();
+    assert_eq!((stats.files, stats.claimed), (2, 0));
+    assert_eq!(fx.entries(), [entry_file_name(1), entry_file_name(3)]);
+}
+
+#[tokio::test]
+async fn removals_are_synced_once_per_batch_and_when_the_spool_empties() {
+    let fx = Fixture::new();
+    let config = SpoolConfig {
+        remove_sync_batch: 3,
+        ..SpoolConfig::default()
+    };
+    let (spool, _) = fx.open(config).await.unwrap();
+    for i in 0..7 {
+        spool.put(&format!("o/{i}"), payload(1)).await.unwrap();
+    }
+    let before = fx.disk.syncs.load(Ordering::SeqCst);
+    let mut syncs = Vec::new();
+    while let Some(claim) = spool.claim_oldest() {
+        spool.remove(claim).await.unwrap();
+        syncs.push(fx.disk.syncs.load(Ordering::SeqCst) - before);
+    }
+    // Synced after the 3rd and 6th removal, and after the 7th emptied the spool.
+    assert_eq!(syncs, [0, 0, 1, 1, 1, 2, 3]);
+}
+
+#[tokio::test]
+async fn dead_letters_keep_the_bytes_and_the_error_and_survive_reopen() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    spool.put("poison", payload(5)).await.unwrap();
+    let claim = spool.claim_oldest().unwrap();
+    spool
+        .dead_letter(claim, "HTTP 403: forbidden")
+        .await
+        .unwrap();
+    assert_eq!(spool.stats().files, 0);
+    assert_eq!(spool.metrics().dead_lettered_total(), 1);
+    let dl = fx.dir.path().join(DEAD_LETTER_DIR);
+    let (header, bytes) = entry::decode(Bytes::from(
+        std::fs::read(dl.join(entry_file_name(1))).unwrap(),
+    ))
+    .unwrap();
+    assert_eq!((header.name.as_str(), bytes.len()), ("poison", 5));
+    let error = std::fs::read_to_string(dl.join(format!("{}.error", entry_file_name(1))));
+    assert!(error.unwrap().contains("403"));
+    drop(spool);
+
+    let spool = fx.spool().await;
+    assert_eq!(spool.stats().dead_letter_files, 1);
+    // Sequence numbers continue after the dead letter's.
+    assert_eq!(spool.put("next", payload(1)).await.unwrap().seq, 2);
+}
+
+#[tokio::test]
+async fn claim_next_wakes_up_when_an_entry_arrives() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    let waiter = {
+        let spool = spool.clone();
+        tokio::spawn(async move { spool.claim_next().await.seq() })
+    };
+    tokio::task::yield_now().await;
+    spool.put("x", payload(1)).await.unwrap();
+    assert_eq!(waiter.await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn invalid_configuration_is_refused_with_the_field_name() {
+    let fx = Fixture::new();
+    let err = fx
+        .open(SpoolConfig {
+            max_files: 0,
+            ..SpoolConfig::default()
+        })
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("max_files"), "{err}");
+}

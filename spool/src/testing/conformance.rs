@@ -1,0 +1,113 @@
+//! The contract every [`Disk`] implementation must keep, as checks: run against
+//! [`StdDisk`](crate::StdDisk) and the test disks here, and against the simulated
+//! disk in `sim`. Each function panics with a message naming the broken rule.
+
+use std::io;
+use std::path::Path;
+
+use bytes::Bytes;
+
+use crate::disk::Disk;
+
+/// Runs every check in a fresh, empty directory `root` that `disk` can write to.
+pub async fn run_all(disk: &dyn Disk, root: &Path) {
+    create_list_read_remove(disk, &root.join("basic")).await;
+    create_refuses_an_existing_file(disk, &root.join("exclusive")).await;
+    rename_replaces_the_target(disk, &root.join("rename")).await;
+    errors_name_missing_files(disk, &root.join("missing")).await;
+    second_lock_is_refused_until_the_first_is_dropped(disk, &root.join("lock")).await;
+}
+
+async fn fresh(disk: &dyn Disk, dir: &Path) {
+    disk.create_dir_all(dir).await.expect("create_dir_all");
+    disk.sync_dir(dir)
+        .await
+        .expect("sync_dir on a new directory");
+}
+
+/// Files written can be listed and read back; removed files disappear; directories
+/// are not listed.
+pub async fn create_list_read_remove(disk: &dyn Disk, dir: &Path) {
+    fresh(disk, dir).await;
+    disk.create_dir_all(&dir.join("sub")).await.unwrap();
+    disk.create_synced(&dir.join("a"), Bytes::from_static(b"alpha"))
+        .await
+        .unwrap();
+    disk.create_synced(&dir.join("b"), Bytes::new())
+        .await
+        .unwrap();
+    disk.sync_dir(dir).await.unwrap();
+    let mut names = disk.list(dir).await.unwrap();
+    names.sort();
+    assert_eq!(names, ["a", "b"], "list must show files and only files");
+    assert_eq!(disk.read(&dir.join("a")).await.unwrap(), b"alpha");
+    assert_eq!(disk.read(&dir.join("b")).await.unwrap(), b"");
+    disk.remove(&dir.join("a")).await.unwrap();
+    disk.sync_dir(dir).await.unwrap();
+    assert_eq!(
+        disk.list(dir).await.unwrap(),
+        ["b"],
+        "removed file still listed"
+    );
+}
+
+/// `create_synced` never overwrites: the spool relies on it to never clobber an
+/// entry.
+pub async fn create_refuses_an_existing_file(disk: &dyn Disk, dir: &Path) {
+    fresh(disk, dir).await;
+    let path = dir.join("x");
+    disk.create_synced(&path, Bytes::from_static(b"first"))
+        .await
+        .unwrap();
+    let err = disk
+        .create_synced(&path, Bytes::from_static(b"second"))
+        .await
+        .expect_err("create_synced overwrote an existing file");
+    assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
+    assert_eq!(disk.read(&path).await.unwrap(), b"first");
+}
+
+/// Rename moves contents and replaces an existing target.
+pub async fn rename_replaces_the_target(disk: &dyn Disk, dir: &Path) {
+    fresh(disk, dir).await;
+    disk.create_synced(&dir.join("from"), Bytes::from_static(b"new"))
+        .await
+        .unwrap();
+    disk.create_synced(&dir.join("to"), Bytes::from_static(b"old"))
+        .await
+        .unwrap();
+    disk.rename(&dir.join("from"), &dir.join("to"))
+        .await
+        .unwrap();
+    disk.sync_dir(dir).await.unwrap();
+    assert_eq!(disk.list(dir).await.unwrap(), ["to"]);
+    assert_eq!(disk.read(&dir.join("to")).await.unwrap(), b"new");
+}
+
+/// Operations on missing files fail with `NotFound`.
+pub async fn errors_name_missing_files(disk: &dyn Disk, dir: &Path) {
+    fresh(disk, dir).await;
+    let missing = dir.join("missing");
+    for (op, err) in [
+        ("read", disk.read(&missing).await.map(drop).unwrap_err()),
+        ("remove", disk.remove(&missing).await.unwrap_err()),
+        (
+            "rename",
+            disk.rename(&missing, &dir.join("y")).await.unwrap_err(),
+        ),
+        ("list", disk.list(&missing).await.map(drop).unwrap_err()),
+    ] {
+        assert_eq!(err.kind(), io::ErrorKind::NotFound, "{op}: {err}");
+    }
+}
+
+/// A second lock on the same path is refused while the first is held.
+pub async fn second_lock_is_refused_until_the_first_is_dropped(disk: &dyn Disk, dir: &Path) {
+    fresh(disk, dir).await;
+    let path = dir.join("LOCK");
+    let first = disk.lock(&path).await.expect("first lock");
+    let err = disk.lock(&path).await.expect_err("second lock was granted");
+    assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{err}");
+    drop(first);
+    disk.lock(&path).await.expect("lock after release");
+}

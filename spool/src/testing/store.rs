@@ -1,0 +1,237 @@
+//! An object store for tests: [`FlakyStore`] wraps any store (an in-memory one by
+//! default) and can be broken and healed, refuses poison names, and counts and
+//! announces writes, so a test or a bench can wait for the n-th without polling.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use object_store::client::{HttpError, HttpErrorKind};
+use object_store::memory::InMemory;
+use object_store::path::Path as ObjectPath;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+
+/// How a [`FlakyStore`] answers writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Like the in-memory store.
+    Healthy,
+    /// Every write fails with a connection error (retryable).
+    Down,
+    /// Every write is refused with 403 (not retryable).
+    Forbidden,
+    /// Writes land, then the client sees a connection error (commit-then-fail).
+    CommitThenFail,
+    /// Writes never answer.
+    Hang,
+}
+
+/// An object store that can be broken and healed, counting write attempts and
+/// successful writes. Everything but writes passes through to the wrapped store.
+#[derive(Debug)]
+pub struct FlakyStore {
+    /// The wrapped store, for setting up and reading back.
+    pub inner: Arc<dyn ObjectStore>,
+    mode: Mutex<Mode>,
+    /// Names whose writes are refused with 403 whatever the mode (poison objects).
+    poison_prefix: Mutex<Option<String>>,
+    /// Writes tried, whatever their result.
+    pub put_attempts: AtomicU64,
+    puts: AtomicU64,
+    wake_at: AtomicU64,
+    reached: tokio::sync::Notify,
+}
+
+impl FlakyStore {
+    /// An empty in-memory store in `mode`.
+    pub fn new(mode: Mode) -> Arc<Self> {
+        Self::wrapping(Arc::new(InMemory::new()), mode)
+    }
+
+    /// `inner`, answering writes in `mode`.
+    pub fn wrapping(inner: Arc<dyn ObjectStore>, mode: Mode) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            mode: Mutex::new(mode),
+            poison_prefix: Mutex::new(None),
+            put_attempts: AtomicU64::new(0),
+            puts: AtomicU64::new(0),
+            wake_at: AtomicU64::new(u64::MAX),
+            reached: tokio::sync::Notify::new(),
+        })
+    }
+
+    /// Writes that succeeded so far.
+    pub fn puts(&self) -> u64 {
+        self.puts.load(Ordering::SeqCst)
+    }
+
+    /// Waits until `count` writes have succeeded.
+    pub async fn wait_for_puts(&self, count: u64) {
+        self.wake_at.store(count, Ordering::SeqCst);
+        loop {
+            let reached = self.reached.notified();
+            tokio::pin!(reached);
+            reached.as_mut().enable();
+            if self.puts() >= count {
+                // Disarmed: later puts (of another loop) pay no notification.
+                self.wake_at.store(u64::MAX, Ordering::SeqCst);
+                return;
+            }
+            reached.await;
+        }
+    }
+
+    fn count_put(&self) {
+        let puts = self.puts.fetch_add(1, Ordering::SeqCst) + 1;
+        if puts >= self.wake_at.load(Ordering::SeqCst) {
+            self.reached.notify_waiters();
+        }
+    }
+
+    /// Answers later writes in `mode`.
+    pub fn set_mode(&self, mode: Mode) {
+        *self.mode.lock().unwrap() = mode;
+    }
+
+    /// Refuses writes of names starting with `prefix` with 403, whatever the mode.
+    pub fn poison(&self, prefix: &str) {
+        *self.poison_prefix.lock().unwrap() = Some(prefix.into());
+    }
+
+    /// Names and bytes of every stored object, in name order.
+    pub async fn contents(&self) -> Vec<(String, Bytes)> {
+        use futures::TryStreamExt;
+        use object_store::ObjectStoreExt;
+        let metas: Vec<ObjectMeta> = self.inner.list(None).try_collect().await.unwrap();
+        let mut out = Vec::new();
+        for meta in metas {
+            let bytes = self
+                .inner
+                .get(&meta.location)
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            out.push((meta.location.to_string(), bytes));
+        }
+        out.sort();
+        out
+    }
+}
+
+fn connection_refused() -> object_store::Error {
+    object_store::Error::Generic {
+        store: "flaky",
+        source: Box::new(HttpError::new(
+            HttpErrorKind::Connect,
+            std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+        )),
+    }
+}
+
+impl std::fmt::Display for FlakyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FlakyStore({})", self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for FlakyStore {
+    async fn put_opts(
+        &self,
+        location: &ObjectPath,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.put_attempts.fetch_add(1, Ordering::SeqCst);
+        let poisoned = self
+            .poison_prefix
+            .lock()
+            .unwrap()
+            .as_deref()
+            .is_some_and(|p| location.as_ref().starts_with(p));
+        let forbidden = || object_store::Error::PermissionDenied {
+            path: location.to_string(),
+            source: "forbidden".into(),
+        };
+        if poisoned {
+            return Err(forbidden());
+        }
+        let mode = *self.mode.lock().unwrap();
+        match mode {
+            Mode::Healthy => {
+                let result = self.inner.put_opts(location, payload, opts).await?;
+                self.count_put();
+                Ok(result)
+            }
+            Mode::Down => Err(connection_refused()),
+            Mode::Forbidden => Err(forbidden()),
+            Mode::CommitThenFail => {
+                self.inner.put_opts(location, payload, opts).await?;
+                Err(connection_refused())
+            }
+            Mode::Hang => std::future::pending().await,
+        }
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &ObjectPath,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(
+        &self,
+        location: &ObjectPath,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+    async fn get_ranges(
+        &self,
+        location: &ObjectPath,
+        ranges: &[std::ops::Range<u64>],
+    ) -> object_store::Result<Vec<Bytes>> {
+        self.inner.get_ranges(location, ranges).await
+    }
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<ObjectPath>>,
+    ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
+        self.inner.delete_stream(locations)
+    }
+    fn list(
+        &self,
+        prefix: Option<&ObjectPath>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+    fn list_with_offset(
+        &self,
+        prefix: Option<&ObjectPath>,
+        offset: &ObjectPath,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list_with_offset(prefix, offset)
+    }
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&ObjectPath>,
+    ) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(
+        &self,
+        from: &ObjectPath,
+        to: &ObjectPath,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
