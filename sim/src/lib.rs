@@ -8,7 +8,10 @@ pub mod charts;
 pub mod checker;
 pub mod connector;
 pub mod disk;
-pub mod gcs;
+/// The Cloud Storage fake, re-exported for the benches, which still import it as
+/// `sim::gcs`; everything in this crate uses [`fake_gcs`] directly.
+pub use fake_gcs as gcs;
+pub mod gcs_host;
 pub mod ledger;
 pub mod pipeline;
 pub mod plan;

@@ -1,14 +1,11 @@
 //! The `sim` command: run a scenario (`sim SCENARIO`), or serve the Cloud Storage
 //! fake on a real port (`sim fake-gcs`).
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use sim::gcs::{FakeGcs, FakeGcsConfig, FaultPlan, TokioClock};
 
 // A simulation allocates and frees millions of small buffers (HTTP messages, entry
 // files); mimalloc does that measurably faster than the system allocator.
@@ -33,8 +30,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the Cloud Storage fake on a real port, logging every request.
-    FakeGcs(FakeGcsArgs),
+    /// Serve the Cloud Storage fake on a real port, logging every request (the same
+    /// as the `fake-gcs` binary).
+    FakeGcs(fake_gcs::cli::Args),
     /// Run a scenario with keys set to several values (several --set make a grid),
     /// on all cores, and summarize the variants.
     Sweep(SweepArgs),
@@ -91,26 +89,6 @@ struct PlanArgs {
     seed: u64,
 }
 
-#[derive(Debug, Args)]
-struct FakeGcsArgs {
-    /// Address to listen on (loopback by default).
-    #[arg(long, default_value = "127.0.0.1:4443")]
-    listen: SocketAddr,
-    /// A bucket that exists (repeatable). Without any, every bucket name is
-    /// created on first use.
-    #[arg(long = "bucket", value_name = "NAME")]
-    buckets: Vec<String>,
-    /// Fault plan (TOML: [[fault]] windows and [capacity]).
-    #[arg(long, value_name = "FILE")]
-    faults: Option<PathBuf>,
-    /// Seed of the fault RNG.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Keep object bytes so they can be downloaded (otherwise only digests).
-    #[arg(long)]
-    keep_bytes: bool,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The fake logs every request at info: right for `fake-gcs`, a flood in a replay;
@@ -126,7 +104,7 @@ fn main() -> ExitCode {
         )
         .init();
     match cli.command {
-        Some(Command::FakeGcs(args)) => match fake_gcs(args) {
+        Some(Command::FakeGcs(args)) => match fake_gcs::cli::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("sim fake-gcs: {e:#}");
@@ -165,41 +143,6 @@ fn main() -> ExitCode {
             }
         }
     }
-}
-
-fn fake_gcs(args: FakeGcsArgs) -> anyhow::Result<()> {
-    let faults = match &args.faults {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            FaultPlan::from_toml(&text).with_context(|| format!("in {}", path.display()))?
-        }
-        None => FaultPlan::none(),
-    };
-    let config = FakeGcsConfig {
-        auto_create_buckets: args.buckets.is_empty(),
-        buckets: args.buckets,
-        keep_bytes: args.keep_bytes,
-        seed: args.seed,
-        faults,
-        ..FakeGcsConfig::default()
-    };
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
-        tracing::info!(
-            addr = %listener.local_addr()?,
-            seed = config.seed,
-            windows = config.faults.windows.len(),
-            keep_bytes = config.keep_bytes,
-            "fake Cloud Storage listening"
-        );
-        let fake = FakeGcs::new(config, Arc::new(TokioClock::start()))?;
-        fake.serve_tcp(listener).await?;
-        Ok(())
-    })
 }
 
 fn run_scenario(

@@ -587,7 +587,7 @@ fn markdown(
     md
 }
 
-fn mix_text(mix: &std::collections::BTreeMap<crate::gcs::faults::Outcome, f64>) -> String {
+fn mix_text(mix: &std::collections::BTreeMap<fake_gcs::Outcome, f64>) -> String {
     if mix.is_empty() {
         return "no errors".into();
     }

@@ -11,11 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use fake_gcs::{FakeGcs, FakeGcsConfig, FakeStats, ObjectRecord, Refusal, RequestEvent};
 
 use crate::app::{self, Command, GCS_HOST, GCS_PORT, Phase, Shared, derive_seed, purpose};
-use crate::gcs::clock::TurmoilClock;
-use crate::gcs::faults::Refusal;
-use crate::gcs::{FakeGcs, FakeGcsConfig, FakeStats, ObjectRecord, RequestEvent};
+use crate::gcs_host::{self, TurmoilClock};
 use crate::ledger::{self, Ledger};
 use crate::recorder::{Recorder, TimelineEvent};
 use crate::scenario::{EventKind, Scenario};
@@ -112,7 +111,7 @@ pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput
         sim.host(GCS_HOST, move || {
             let fake = fake.clone();
             async move {
-                fake.serve_turmoil(GCS_PORT).await?;
+                gcs_host::serve(fake, GCS_PORT).await?;
                 Ok(())
             }
         });

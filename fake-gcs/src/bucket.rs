@@ -12,7 +12,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::wire::{self, Digests};
+use crate::wire::{self, Digests};
 
 /// What the fake knows about one stored object.
 #[derive(Debug, Clone, PartialEq, Eq)]

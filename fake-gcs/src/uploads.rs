@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use bytes::BytesMut;
 
-use super::bucket::{ObjectRecord, Preconditions};
-use super::wire::Declared;
+use crate::bucket::{ObjectRecord, Preconditions};
+use crate::wire::Declared;
 
 /// One resumable upload.
 #[derive(Debug)]
@@ -67,10 +67,5 @@ impl Uploads {
 
     pub(crate) fn remove(&mut self, id: &str) -> Option<Session> {
         self.sessions.remove(&Self::parse_id(id)?)
-    }
-
-    /// Number of sessions kept (open or finalized).
-    pub(crate) fn len(&self) -> usize {
-        self.sessions.len()
     }
 }

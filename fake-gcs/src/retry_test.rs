@@ -2,9 +2,9 @@
 //!
 //! A test registers instructions per operation (`POST /retry_test` with
 //! `{"instructions": {"storage.objects.insert": ["return-503", ...]}}`, or
-//! [`FakeGcs::create_retry_test`](super::FakeGcs::create_retry_test)); each request
+//! [`FakeGcs::create_retry_test`](crate::FakeGcs::create_retry_test)); each request
 //! that carries `x-retry-test-id: <id>` consumes the next instruction for its
-//! operation. [`FakeGcs::script`](super::FakeGcs::script) queues instructions that
+//! operation. [`FakeGcs::script`](crate::FakeGcs::script) queues instructions that
 //! any request of the operation consumes, header or not. Scripted instructions take
 //! precedence over the capacity model and the fault windows.
 //!
@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::operation::Operation;
+use crate::operation::Operation;
 
 /// One storage-testbench instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -54,8 +54,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::operation::Operation;
-use super::retry_test::Instruction;
+use crate::operation::Operation;
+use crate::retry_test::Instruction;
 
 /// A schedule of fault windows and an optional capacity model: what the fake's
 /// backend does over time. Deserialize it raw from TOML (`[[fault]]` tables and a
@@ -585,7 +585,7 @@ pub enum Fault {
         outcome: Outcome,
     },
     /// A storage-testbench instruction (an `x-retry-test-id` test or
-    /// [`FakeGcs::script`](super::FakeGcs::script)).
+    /// [`FakeGcs::script`](crate::FakeGcs::script)).
     Scripted(Instruction),
     /// A `[[refuse]]` rule refused the object for good.
     Refused {

@@ -21,13 +21,13 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Body, Frame, Incoming};
 use serde_json::{Value, json};
 
-use super::bucket::{Bucket, ObjectRecord, Preconditions, StoredObject};
-use super::faults::{Action, Fault};
-use super::operation::Operation;
-use super::retry_test::UnknownTest;
-use super::uploads::Session;
-use super::wire::{self, ChunkRange, Declared, Digests};
-use super::{FakeGcs, RequestEvent, State};
+use crate::bucket::{Bucket, ObjectRecord, Preconditions, StoredObject};
+use crate::fake::{FakeGcs, RequestEvent, State};
+use crate::faults::{Action, Fault};
+use crate::operation::Operation;
+use crate::retry_test::UnknownTest;
+use crate::uploads::Session;
+use crate::wire::{self, ChunkRange, Declared, Digests};
 
 /// The body of every response the fake sends.
 pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, io::Error>;
@@ -592,7 +592,7 @@ impl Drop for Track {
         let took = self.fake.inner.clock.elapsed().saturating_sub(self.at);
         let fault = self.fault.as_ref().map(Fault::label);
         tracing::info!(
-            target: "sim::gcs",
+            target: "fake_gcs",
             op = self.operation.name(),
             bucket = self.bucket.as_deref().unwrap_or(""),
             object = self.object.as_deref().unwrap_or(""),
