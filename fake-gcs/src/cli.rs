@@ -11,8 +11,9 @@ use crate::clock::TokioClock;
 use crate::fake::{FakeGcs, FakeGcsConfig};
 use crate::faults::FaultPlan;
 
-/// Flags of `fake-gcs` (and `sim fake-gcs`).
+/// Flags of `fake-gcs` (and `sim fake-gcs`). The field docs are clap's help text.
 #[derive(Debug, Clone, clap::Args)]
+#[allow(rustdoc::broken_intra_doc_links)]
 pub struct Args {
     /// Address to listen on (loopback by default).
     #[arg(long, default_value = "127.0.0.1:4443")]

@@ -8,12 +8,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::bucket::{Bucket, ObjectRecord};
+use crate::bucket::Bucket;
 use crate::clock::SimClock;
 use crate::faults::{Fault, FaultEngine, FaultPlan, PlanError};
-use crate::operation::Operation;
 use crate::retry_test::{Instruction, RetryTests};
-use crate::uploads::Uploads;
+use crate::wire::{ObjectRecord, Operation, Sessions};
 
 /// Bounds on what the fake holds. Each has a default suited to both the long
 /// replays and ad-hoc use.
@@ -130,7 +129,8 @@ pub(crate) struct State {
     pub(crate) buckets: BTreeMap<String, Bucket>,
     pub(crate) faults: FaultEngine,
     pub(crate) retry_tests: RetryTests,
-    pub(crate) uploads: Uploads,
+    /// Resumable upload sessions; a completed one remembers its object.
+    pub(crate) uploads: Sessions<ObjectRecord>,
     pub(crate) last_generation: i64,
     pub(crate) stats: FakeStats,
 }
@@ -160,7 +160,7 @@ impl FakeGcs {
             buckets,
             faults: FaultEngine::new(config.faults, config.seed),
             retry_tests: RetryTests::new(config.limits.max_retry_tests),
-            uploads: Uploads::new(config.limits.max_upload_sessions),
+            uploads: Sessions::new(config.limits.max_upload_sessions),
             last_generation: 0,
             stats: FakeStats::default(),
         };
@@ -183,11 +183,6 @@ impl FakeGcs {
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// The buckets, in name order.
-    pub fn buckets(&self) -> Vec<String> {
-        self.state().buckets.keys().cloned().collect()
     }
 
     /// The objects of `bucket` in name order (empty when there is no such bucket).

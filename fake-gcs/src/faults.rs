@@ -1,48 +1,6 @@
 //! The fault model: a schedule of windows, each a mix of outcomes with
-//! probabilities, plus a capacity model, all drawn from one seeded RNG.
-//!
-//! What it injects, and why a client must survive each (Cloud Storage did all of
-//! these on 2026-10-08/09):
-//!
-//! | outcome | the client sees | why it matters |
-//! |---|---|---|
-//! | `503`, `500`, `429`, `408` | that status with Cloud Storage's error body | retryable per Google's guidance |
-//! | `hang` | nothing until it gives up (closes the connection) or `hang_for` passes; then the connection drops | only a client timeout ends it |
-//! | `reset` | the connection drops without a response | a transport error, not a status |
-//! | `stall` | the server reads `stall_after` bytes of the body (or sends that much of a download), then hangs like `hang` | half-done transfers |
-//! | `slow` | success after a latency drawn log-uniformly from `slow` | tail latency; the write does land |
-//! | `commit_then_503` | 503, but the object was written | the retry must accept 412 as success |
-//! | `commit_then_hang` | nothing (as `hang`), but the object was written | a timeout is not a failure |
-//! | shed (capacity) | 503 once the token bucket is empty | synchronized retries hurt, jitter helps |
-//!
-//! Determinism: one [`ChaCha8Rng`] seeded from the fake's seed makes every draw, in
-//! request-arrival order. The same seed and the same request sequence give the same
-//! answers.
-//!
-//! ## The plan file
-//!
-//! ```toml
-//! [[fault]]
-//! name = "us-central1 write outage"   # optional, for reports
-//! from = "2s"           # offset from t = 0 (default 0s)
-//! until = "8s"          # exclusive end (default: never)
-//! ops = "writes"        # writes | reads | all (default writes)
-//! share = 1.0           # fraction of matching requests the window takes (default 1.0)
-//! mix = { "503" = 0.5, hang = 0.3 }   # outcome -> probability, sum <= 1; the rest succeed
-//! hang_for = "10m"      # how long hang/stall/commit_then_hang hold a request (default 10m)
-//! slow = { min = "500ms", max = "20s" }   # latency of `slow` (default 500ms..20s)
-//! stall_after = "16KiB" # bytes moved before a `stall` (default 16KiB)
-//! capacity_rps = 100    # optional: the backend takes this many requests/s of the
-//!                       # window's share; past that it sheds with 503
-//!
-//! [capacity]            # optional, for all requests at all times
-//! requests_per_second = 400
-//! burst = 400           # bucket size (default: one second of requests)
-//! ```
-//!
-//! Windows are consulted in file order; the first one that is active, matches the
-//! operation and takes the request (by `share`) decides it. The global capacity is
-//! checked before any window.
+//! probabilities, plus a capacity model, all drawn from one seeded RNG; see
+//! [`FaultPlan`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -54,13 +12,56 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::operation::Operation;
 use crate::retry_test::Instruction;
+use crate::wire::Operation;
 
 /// A schedule of fault windows and an optional capacity model: what the fake's
-/// backend does over time. Deserialize it raw from TOML (`[[fault]]` tables and a
-/// `[capacity]` table), then [`validate`](FaultPlan::validate) it, or use
-/// [`from_toml`](FaultPlan::from_toml), which does both and names the bad field.
+/// backend does over time, all drawn from one seeded RNG. Read it from TOML with
+/// [`from_toml`](FaultPlan::from_toml), which checks it and names a bad field
+/// ([`FakeGcs::new`](crate::FakeGcs::new) checks a plan built in code).
+///
+/// What it injects, and why a client must survive each (Cloud Storage did all of
+/// these on 2026-10-08/09):
+///
+/// | outcome | the client sees | why it matters |
+/// |---|---|---|
+/// | `503`, `500`, `429`, `408` | that status with Cloud Storage's error body | retryable per Google's guidance |
+/// | `hang` | nothing until it gives up (closes the connection) or `hang_for` passes; then the connection drops | only a client timeout ends it |
+/// | `reset` | the connection drops without a response | a transport error, not a status |
+/// | `stall` | the server reads `stall_after` bytes of the body (or sends that much of a download), then hangs like `hang` | half-done transfers |
+/// | `slow` | success after a latency drawn log-uniformly from `slow` | tail latency; the write does land |
+/// | `commit_then_503` | 503, but the object was written | the retry must accept 412 as success |
+/// | `commit_then_hang` | nothing (as `hang`), but the object was written | a timeout is not a failure |
+/// | shed (capacity) | 503 once the token bucket is empty | synchronized retries hurt, jitter helps |
+///
+/// Determinism: one [`ChaCha8Rng`] seeded from the fake's seed makes every draw, in
+/// request-arrival order. The same seed and the same request sequence give the same
+/// answers.
+///
+/// ## The plan file
+///
+/// ```toml
+/// [[fault]]
+/// name = "us-central1 write outage"   # optional, for reports
+/// from = "2s"           # offset from t = 0 (default 0s)
+/// until = "8s"          # exclusive end (default: never)
+/// ops = "writes"        # writes | reads | all (default writes)
+/// share = 1.0           # fraction of matching requests the window takes (default 1.0)
+/// mix = { "503" = 0.5, hang = 0.3 }   # outcome -> probability, sum <= 1; the rest succeed
+/// hang_for = "10m"      # how long hang/stall/commit_then_hang hold a request (default 10m)
+/// slow = { min = "500ms", max = "20s" }   # latency of `slow` (default 500ms..20s)
+/// stall_after = "16KiB" # bytes moved before a `stall` (default 16KiB)
+/// capacity_rps = 100    # optional: the backend takes this many requests/s of the
+///                       # window's share; past that it sheds with 503
+///
+/// [capacity]            # optional, for all requests at all times
+/// requests_per_second = 400
+/// burst = 400           # bucket size (default: one second of requests)
+/// ```
+///
+/// Windows are consulted in file order; the first one that is active, matches the
+/// operation and takes the request (by `share`) decides it. The global capacity is
+/// checked before any window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultPlan {
@@ -100,8 +101,8 @@ fn default_refusal_status() -> u16 {
     403
 }
 
-/// One period in which some requests fail. See the [module docs](self) for the TOML
-/// form and the meaning of each outcome.
+/// One period in which some requests fail. See [`FaultPlan`] for the TOML form and
+/// the meaning of each outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultWindow {
@@ -272,7 +273,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in order.
-    pub const ALL: [Outcome; 10] = [
+    pub(crate) const ALL: [Outcome; 10] = [
         Outcome::Status503,
         Outcome::Status429,
         Outcome::Status500,
@@ -414,7 +415,7 @@ impl FaultPlan {
     }
 
     /// Checks every field; the error names the first bad one.
-    pub fn validate(&self) -> Result<(), PlanError> {
+    pub(crate) fn validate(&self) -> Result<(), PlanError> {
         for (i, window) in self.windows.iter().enumerate() {
             window.validate(&format!("fault[{i}]"))?;
         }
@@ -483,7 +484,7 @@ fn parse_window(i: usize, value: toml::Value) -> Result<FaultWindow, PlanError> 
 
 impl FaultWindow {
     /// Whether the window is active at `t`.
-    pub fn is_active(&self, t: Duration) -> bool {
+    pub(crate) fn is_active(&self, t: Duration) -> bool {
         t >= self.from && self.until.is_none_or(|until| t < until)
     }
 

@@ -38,26 +38,44 @@
 //!   [`SimClock`]. No real time, no hash-map iteration.
 //! - A held request (hang, stall) is released after its window's `hang_for` (default
 //!   10 min), so held tasks cannot pile up without bound.
+//!
+//! ## Layout
+//!
+//! The protocol is apart from the fake, so that a second server (a relay that writes
+//! uploads into a spool) can use it: [`wire`] parses requests into typed values and
+//! builds answers, and knows nothing of buckets, faults or time. The rest is the
+//! fake's own:
+//!
+//! | file | what |
+//! |---|---|
+//! | `fake.rs` | [`FakeGcs`], its configuration, statistics and request events |
+//! | `serve.rs` | connections: any byte stream, or a real listener |
+//! | `handler.rs` | one request: its fault decided and applied, its body read, its fate recorded |
+//! | `api.rs` | the JSON and XML APIs against the state, under the lock |
+//! | `bucket.rs` | what a bucket holds, listing in name order |
+//! | `faults.rs` | [`FaultPlan`]: fault windows and capacity, one seeded RNG |
+//! | `retry_test.rs` | the storage-testbench control API and its [`Instruction`]s |
+//! | `clock.rs` | [`SimClock`], [`TokioClock`] |
+//! | `cli.rs` | the `fake-gcs` command line ([`cli::run`]) |
+//! | `wire/` | Cloud Storage's wire protocol (see [`wire`]) |
 
 #![warn(missing_docs)]
 
+mod api;
 mod bucket;
 pub mod cli;
 mod clock;
 mod fake;
 mod faults;
 mod handler;
-mod operation;
 mod retry_test;
 mod serve;
-mod uploads;
 pub mod wire;
 
-pub use bucket::ObjectRecord;
 pub use clock::{SimClock, TokioClock};
 pub use fake::{FakeGcs, FakeGcsConfig, FakeStats, Limits, Observer, RequestEvent};
 pub use faults::{
     Capacity, Fault, FaultPlan, FaultWindow, Ops, Outcome, PlanError, Refusal, SlowLatency,
 };
-pub use operation::Operation;
 pub use retry_test::Instruction;
+pub use wire::{ObjectRecord, Operation};
