@@ -56,7 +56,7 @@ struct SweepArgs {
     #[arg(long)]
     jobs: Option<usize>,
     /// The figure to chart against the first swept key.
-    #[arg(long, default_value = "drain_seconds", value_parser = clap::builder::PossibleValuesParser::new(sim::sweep::METRICS))]
+    #[arg(long, default_value = "drain_seconds", value_parser = clap::builder::PossibleValuesParser::new(sim::report::sweep::METRICS))]
     metric: String,
 }
 
@@ -170,7 +170,7 @@ fn run_scenario(
         }),
         ..Default::default()
     };
-    let finished = sim::pipeline::run(scenario, &dir, options, true)?;
+    let finished = sim::report::pipeline::run(scenario, &dir, options, true)?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -231,9 +231,9 @@ fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
     let sets = args
         .sets
         .iter()
-        .map(|s| sim::sweep::parse_set(s))
+        .map(|s| sim::report::sweep::parse_set(s))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let variants = sim::sweep::variants(&file, &text, &sets)?;
+    let variants = sim::report::sweep::variants(&file, &text, &sets)?;
     let name = variants[0].scenario.name.clone();
     let dir = args
         .out
@@ -246,7 +246,7 @@ fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
         variants.len(),
         dir.display()
     );
-    let outcomes = sim::sweep::run(&dir, variants, jobs, &args.metric)?;
+    let outcomes = sim::report::sweep::run(&dir, variants, jobs, &args.metric)?;
     for o in &outcomes {
         let r = &o.report;
         let drain = r
@@ -273,14 +273,14 @@ fn plan(args: PlanArgs) -> anyhow::Result<()> {
         (0.0..=1.0).contains(&args.failing_share),
         "--failing-share must be between 0 and 1"
     );
-    let input = sim::plan::Input {
+    let input = sim::report::plan::Input {
         rate: args.rate,
         size: args.size.as_u64(),
         outage: args.outage,
         failing_share: args.failing_share,
         drain_rate: args.drain_rate.unwrap_or(3.0 * args.rate),
     };
-    let closed = sim::plan::closed_form(&input);
+    let closed = sim::report::plan::closed_form(&input);
     let simulated = if args.no_simulate {
         None
     } else {
@@ -289,8 +289,11 @@ fn plan(args: PlanArgs) -> anyhow::Result<()> {
             "sim plan: simulating the same inputs (report in {})",
             dir.display()
         );
-        Some(sim::plan::simulate(&input, args.seed, &dir)?)
+        Some(sim::report::plan::simulate(&input, args.seed, &dir)?)
     };
-    print!("{}", sim::plan::table(&input, &closed, simulated.as_ref()));
+    print!(
+        "{}",
+        sim::report::plan::table(&input, &closed, simulated.as_ref())
+    );
     Ok(())
 }

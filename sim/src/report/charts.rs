@@ -39,8 +39,8 @@ use plotters::style::register_font;
 use plotters::style::text_anchor::{HPos, VPos};
 use plotters_backend::{BackendCoord, DrawingErrorKind};
 
+use crate::report::series::{AlertWindow, Row, Series};
 use crate::scenario::EventKind;
-use crate::series::{AlertWindow, Row, Series};
 use crate::world::RunOutput;
 
 /// Width of every chart, in pixels.

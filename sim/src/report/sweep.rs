@@ -14,8 +14,8 @@ use std::sync::Mutex;
 
 use anyhow::{Context, bail};
 
-use crate::pipeline;
 use crate::report::Report;
+use crate::report::pipeline;
 use crate::scenario::{self, Scenario};
 use crate::world::Options;
 
@@ -290,7 +290,7 @@ fn write_summary(dir: &Path, outcomes: &[Outcome], metric: &str) -> anyhow::Resu
             r.rejected,
             r.lost,
             r.peak_files,
-            crate::report::human_bytes(r.peak_bytes),
+            crate::report::summary::human_bytes(r.peak_bytes),
             r.peak_oldest_age_seconds,
             r.store.requests,
             r.store.shed
@@ -361,14 +361,14 @@ fn chart(
         return Ok(None);
     }
     let title = format!("{metric} by {key}");
-    let chart = crate::charts::SweepChart {
+    let chart = crate::report::charts::SweepChart {
         file: "sweep.png",
         title: &title,
         x_label: &key,
         y_label: metric,
         categories: if numeric { &[] } else { &categories },
     };
-    crate::charts::render_sweep(dir, &chart, &lines).map(Some)
+    crate::report::charts::render_sweep(dir, &chart, &lines).map(Some)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::report::{HEADROOM, human_bytes, human_duration};
+use crate::report::summary::{HEADROOM, human_bytes, human_duration};
 
 /// Bytes of name in a typical entry (`h0/0000012345` is 13; leave room).
 pub const NAME_BYTES: u64 = 20;
@@ -140,7 +140,8 @@ pub fn simulate(input: &Input, seed: u64, dir: &std::path::Path) -> anyhow::Resu
     let text = scenario_text(input, seed);
     let scenario =
         crate::scenario::parse("(sim plan)", &text).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let finished = crate::pipeline::run(scenario, dir, crate::world::Options::default(), true)?;
+    let finished =
+        crate::report::pipeline::run(scenario, dir, crate::world::Options::default(), true)?;
     let r = &finished.report;
     Ok(Simulated {
         peak_files: r.capacity.peak_files_per_host,
