@@ -112,25 +112,59 @@ impl Verdict {
     }
 }
 
+/// Where each write was found, per host and sequence number: a set of the flags
+/// below.
+struct Found(Vec<Vec<u8>>);
+
 const IN_BUCKET: u8 = 1;
 const PENDING: u8 = 2;
 const DEAD: u8 = 4;
 const QUARANTINED: u8 = 8;
 
+impl Found {
+    fn get_mut(&mut self, host: u32, seq: u64) -> Option<&mut u8> {
+        self.0.get_mut(host as usize)?.get_mut(seq as usize)
+    }
+}
+
 /// Checks every invariant on a finished run.
 pub fn check(run: &RunOutput) -> Verdict {
-    let ledger = &run.ledger;
-    let mut flags: Vec<Vec<u8>> = ledger
-        .hosts()
-        .iter()
-        .map(|h| vec![0; h.writes.len()])
-        .collect();
+    let mut found = Found(
+        run.ledger
+            .hosts()
+            .iter()
+            .map(|h| vec![0; h.writes.len()])
+            .collect(),
+    );
     let mut tally = Tally {
         in_bucket: run.bucket.len() as u64,
         duplicates_avoided: run.fake.precondition_failures,
         ..Tally::default()
     };
+    look_in_bucket(run, &mut found, &mut tally);
+    look_in_inventories(run, &mut found, &mut tally);
+    let (in_flight, lost_examples) = follow_each_write(run, &found, &mut tally);
 
+    let invariants = vec![
+        acknowledged_writes_delivered(&tally, &lost_examples),
+        bucket_holds_only_what_was_written(&tally),
+        callers_told_and_counted(run, in_flight),
+        unknown_only_at_crashes(run, &tally),
+        spool_ends_empty(run),
+        gauges_match_disk(run),
+        only_poison_dead_lettered(&tally),
+    ];
+    Verdict {
+        invariants,
+        tally,
+        lost_examples,
+    }
+}
+
+/// Marks every object in the bucket against the write it names; counts objects no
+/// one wrote, objects with other bytes, and poison objects.
+fn look_in_bucket(run: &RunOutput, found: &mut Found, tally: &mut Tally) {
+    let ledger = &run.ledger;
     for object in &run.bucket {
         let write = parse_object_name(&object.name)
             .and_then(|(host, seq, poison)| Some((host, seq, poison, ledger.get(host, seq)?)));
@@ -142,11 +176,18 @@ pub fn check(run: &RunOutput) -> Verdict {
                 if poison {
                     tally.poison_in_bucket += 1;
                 }
-                flags[host as usize][seq as usize] |= IN_BUCKET;
+                if let Some(f) = found.get_mut(host, seq) {
+                    *f |= IN_BUCKET;
+                }
             }
             _ => tally.foreign += 1,
         }
     }
+}
+
+/// Marks the writes each host's spool still holds, dead-lettered or quarantined;
+/// counts good objects that were dead-lettered.
+fn look_in_inventories(run: &RunOutput, found: &mut Found, tally: &mut Tally) {
     for inventory in run.recorder.inventories.values() {
         for (names, flag) in [
             (&inventory.pending, PENDING),
@@ -155,9 +196,7 @@ pub fn check(run: &RunOutput) -> Verdict {
         ] {
             for name in names {
                 if let Some((host, seq, poison)) = parse_object_name(name)
-                    && let Some(f) = flags
-                        .get_mut(host as usize)
-                        .and_then(|h| h.get_mut(seq as usize))
+                    && let Some(f) = found.get_mut(host, seq)
                 {
                     *f |= flag;
                     if flag == DEAD && !poison {
@@ -167,12 +206,17 @@ pub fn check(run: &RunOutput) -> Verdict {
             }
         }
     }
+}
 
+/// Counts what each write's caller was told and where an acknowledged write
+/// ended up (the bucket first, then set aside, then pending; else lost). Returns
+/// the writes still in flight and up to ten lost ones.
+fn follow_each_write(run: &RunOutput, found: &Found, tally: &mut Tally) -> (u64, Vec<String>) {
     let mut in_flight = 0;
     let mut lost_examples = Vec::new();
-    for (host, h) in ledger.hosts().iter().enumerate() {
+    for (host, h) in run.ledger.hosts().iter().enumerate() {
         for (seq, w) in h.writes.iter().enumerate() {
-            let f = flags[host][seq];
+            let f = found.0[host][seq];
             tally.writes += 1;
             match w.told {
                 Told::Stored => tally.stored += 1,
@@ -209,54 +253,52 @@ pub fn check(run: &RunOutput) -> Verdict {
             }
         }
     }
+    (in_flight, lost_examples)
+}
 
-    let invariants = vec![
-        Invariant {
-            name: "acknowledged_writes_delivered",
-            statement: "Every write the app acknowledged (stored or spooled) is in the bucket with the same bytes, or visibly set aside, or still pending in a spool",
-            status: if tally.lost == 0 {
-                Status::Held
-            } else {
-                Status::Failed(format!(
-                    "{} acknowledged writes are nowhere (e.g. {})",
-                    tally.lost,
-                    lost_examples.join(", ")
-                ))
-            },
+fn acknowledged_writes_delivered(tally: &Tally, lost_examples: &[String]) -> Invariant {
+    Invariant {
+        name: "acknowledged_writes_delivered",
+        statement: "Every write the app acknowledged (stored or spooled) is in the bucket with the same bytes, or visibly set aside, or still pending in a spool",
+        status: if tally.lost == 0 {
+            Status::Held
+        } else {
+            Status::Failed(format!(
+                "{} acknowledged writes are nowhere (e.g. {})",
+                tally.lost,
+                lost_examples.join(", ")
+            ))
         },
-        Invariant {
-            name: "bucket_holds_only_what_was_written",
-            statement: "Nothing is in the bucket that no producer wrote, and every object has the bytes it was written with",
-            status: if tally.foreign == 0 && tally.corrupt == 0 {
-                Status::Held
-            } else {
-                Status::Failed(format!(
-                    "{} unknown objects, {} with wrong bytes",
-                    tally.foreign, tally.corrupt
-                ))
-            },
+    }
+}
+
+fn bucket_holds_only_what_was_written(tally: &Tally) -> Invariant {
+    Invariant {
+        name: "bucket_holds_only_what_was_written",
+        statement: "Nothing is in the bucket that no producer wrote, and every object has the bytes it was written with",
+        status: if tally.foreign == 0 && tally.corrupt == 0 {
+            Status::Held
+        } else {
+            Status::Failed(format!(
+                "{} unknown objects, {} with wrong bytes",
+                tally.foreign, tally.corrupt
+            ))
         },
-        callers_told_and_counted(run, in_flight),
-        unknown_only_at_crashes(run, &tally),
-        spool_ends_empty(run),
-        gauges_match_disk(run),
-        Invariant {
-            name: "only_poison_dead_lettered",
-            statement: "Only objects the store refuses for good are dead-lettered, and none of them is in the bucket",
-            status: if tally.good_dead_lettered == 0 && tally.poison_in_bucket == 0 {
-                Status::Held
-            } else {
-                Status::Failed(format!(
-                    "{} good objects dead-lettered, {} poison objects in the bucket",
-                    tally.good_dead_lettered, tally.poison_in_bucket
-                ))
-            },
+    }
+}
+
+fn only_poison_dead_lettered(tally: &Tally) -> Invariant {
+    Invariant {
+        name: "only_poison_dead_lettered",
+        statement: "Only objects the store refuses for good are dead-lettered, and none of them is in the bucket",
+        status: if tally.good_dead_lettered == 0 && tally.poison_in_bucket == 0 {
+            Status::Held
+        } else {
+            Status::Failed(format!(
+                "{} good objects dead-lettered, {} poison objects in the bucket",
+                tally.good_dead_lettered, tally.poison_in_bucket
+            ))
         },
-    ];
-    Verdict {
-        invariants,
-        tally,
-        lost_examples,
     }
 }
 

@@ -5,8 +5,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::checker::{Status, Verdict};
-use crate::report::series::{Drain, Series};
+use crate::checker::{Invariant, Status, Verdict};
+use crate::recorder::TimelineEvent;
+use crate::report::series::{AlertWindow, Drain, Series};
 use crate::world::RunOutput;
 
 /// Headroom added to the peak when sizing a spool: 25%, for a longer outage than
@@ -185,7 +186,6 @@ pub fn build(run: &RunOutput, verdict: &Verdict, series: &Series) -> Report {
     let t = &verdict.tally;
     let scenario = &run.scenario;
     let (files, bytes, age) = series.peaks();
-    let (host_files, host_bytes) = series.per_host_peaks();
     let main_drain = series.drains.iter().max_by_key(|d| d.backlog);
     Report {
         scenario: scenario.name.clone(),
@@ -216,60 +216,63 @@ pub fn build(run: &RunOutput, verdict: &Verdict, series: &Series) -> Report {
         },
         drain_seconds: main_drain.and_then(|d| d.empty.map(|e| secs(e - d.recovered))),
         drains: series.drains.iter().map(drain_json).collect(),
-        capacity: Capacity {
-            peak_files_per_host: host_files,
-            peak_bytes_per_host: host_bytes,
-            headroom: HEADROOM,
-            files_needed: (host_files as f64 * (1.0 + HEADROOM)).ceil() as u64,
-            bytes_needed: (host_bytes as f64 * (1.0 + HEADROOM)).ceil() as u64,
-            configured_max_files: scenario.spool.max_files,
-            configured_max_bytes: scenario.spool.max_bytes,
-        },
-        alerts: series
-            .alerts
-            .iter()
-            .map(|a| AlertJson {
-                name: a.name.to_string(),
-                host: a.host,
-                fired_at_seconds: secs(a.fired),
-                resolved_at_seconds: a.resolved.map(secs),
-            })
-            .collect(),
+        capacity: capacity(run, series),
+        alerts: series.alerts.iter().map(alert_json).collect(),
         store: StoreJson {
             requests: run.fake.requests,
             shed: run.fake.shed,
             precondition_failures: run.fake.precondition_failures,
             faults: run.fake.by_fault.clone(),
         },
-        events: run
-            .recorder
-            .timeline
-            .iter()
-            .map(|e| EventJson {
-                kind: e.kind.as_str().to_string(),
-                host: e.host,
-                at_seconds: secs(e.at),
-                down_seconds: secs(e.down_for),
-                unknown: e.unknown,
-            })
-            .collect(),
-        invariants: verdict
-            .invariants
-            .iter()
-            .map(|i| {
-                let (status, detail) = match &i.status {
-                    Status::Held => ("held", String::new()),
-                    Status::Explained(d) => ("explained", d.clone()),
-                    Status::Failed(d) => ("failed", d.clone()),
-                };
-                InvariantJson {
-                    name: i.name.to_string(),
-                    held: i.held(),
-                    status: status.to_string(),
-                    detail,
-                }
-            })
-            .collect(),
+        events: run.recorder.timeline.iter().map(event_json).collect(),
+        invariants: verdict.invariants.iter().map(invariant_json).collect(),
+    }
+}
+
+fn capacity(run: &RunOutput, series: &Series) -> Capacity {
+    let (host_files, host_bytes) = series.per_host_peaks();
+    let spool = &run.scenario.spool;
+    Capacity {
+        peak_files_per_host: host_files,
+        peak_bytes_per_host: host_bytes,
+        headroom: HEADROOM,
+        files_needed: (host_files as f64 * (1.0 + HEADROOM)).ceil() as u64,
+        bytes_needed: (host_bytes as f64 * (1.0 + HEADROOM)).ceil() as u64,
+        configured_max_files: spool.max_files,
+        configured_max_bytes: spool.max_bytes,
+    }
+}
+
+fn alert_json(a: &AlertWindow) -> AlertJson {
+    AlertJson {
+        name: a.name.to_string(),
+        host: a.host,
+        fired_at_seconds: secs(a.fired),
+        resolved_at_seconds: a.resolved.map(secs),
+    }
+}
+
+fn event_json(e: &TimelineEvent) -> EventJson {
+    EventJson {
+        kind: e.kind.as_str().to_string(),
+        host: e.host,
+        at_seconds: secs(e.at),
+        down_seconds: secs(e.down_for),
+        unknown: e.unknown,
+    }
+}
+
+fn invariant_json(i: &Invariant) -> InvariantJson {
+    let (status, detail) = match &i.status {
+        Status::Held => ("held", String::new()),
+        Status::Explained(d) => ("explained", d.clone()),
+        Status::Failed(d) => ("failed", d.clone()),
+    };
+    InvariantJson {
+        name: i.name.to_string(),
+        held: i.held(),
+        status: status.to_string(),
+        detail,
     }
 }
 
