@@ -12,7 +12,8 @@ use crate::fake::{FakeGcs, State};
 use crate::handler::Target;
 use crate::wire::{
     self, Api, Declared, ListQuery, ObjectRecord, Preconditions, Progress, Query, Rejection, Reply,
-    Route, Session, Upload, UploadKind, error_reply, etag_matches, header, resolve_range,
+    RequestHead, Route, Session, Upload, UploadKind, error_reply, etag_matches, header,
+    resolve_range,
 };
 
 /// What serving a request did: the reply and, for the request log, whether it wrote
@@ -84,7 +85,10 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     /// Serves `route`; a rejection is answered in the route's API.
     fn route(&mut self, route: &Route, data: Bytes) -> Result<Served, Rejection> {
-        let (query, headers) = (self.query, self.headers);
+        let head = RequestHead {
+            query: self.query,
+            headers: self.headers,
+        };
         Ok(match route {
             Route::BucketsList => self.buckets_list().into(),
             Route::BucketGet { bucket } => self.bucket_get(bucket)?.into(),
@@ -98,11 +102,9 @@ impl Ctx<'_> {
             } => self.get(*api, bucket, name, *media, *head)?.into(),
             Route::ObjectDelete { bucket, name, .. } => self.delete(bucket, name)?.into(),
             Route::Upload { bucket, kind } => match kind {
-                UploadKind::Media => self.store(Upload::media(bucket, query, headers, data)?)?,
-                UploadKind::Multipart => {
-                    self.store(Upload::multipart(bucket, query, headers, data)?)?
-                }
-                UploadKind::Resumable => self.start_resumable(bucket, &data)?,
+                UploadKind::Media => self.store(Upload::media(bucket, head, data)?)?,
+                UploadKind::Multipart => self.store(Upload::multipart(bucket, head, data)?)?,
+                UploadKind::Resumable => self.start_resumable(bucket, head, &data)?,
             },
             Route::ResumableChunk { upload_id } => self.resumable_chunk(upload_id, data)?,
             Route::ResumableCancel { upload_id } => match self.state.uploads.remove(upload_id) {
@@ -110,7 +112,7 @@ impl Ctx<'_> {
                 None => return Err(Rejection::status(404, NO_SESSION)),
             },
             Route::XmlPut { bucket, name } => {
-                self.store(Upload::xml_put(bucket, name, query, headers, data)?)?
+                self.store(Upload::xml_put(bucket, name, head, data)?)?
             }
             Route::Invalid {
                 status, message, ..
@@ -354,8 +356,13 @@ impl Ctx<'_> {
 
     /// Opens a resumable session, if the bucket exists and the preconditions hold
     /// now (they are checked again when the upload completes).
-    fn start_resumable(&mut self, bucket: &str, body: &[u8]) -> Result<Served, Rejection> {
-        let upload = Upload::resumable(bucket, self.query, self.headers, body)?;
+    fn start_resumable(
+        &mut self,
+        bucket: &str,
+        head: RequestHead<'_>,
+        body: &[u8],
+    ) -> Result<Served, Rejection> {
+        let upload = Upload::resumable(bucket, head, body)?;
         if !self.bucket(bucket) {
             return Err(Rejection::NoSuchBucket(bucket.to_string()));
         }

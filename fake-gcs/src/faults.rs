@@ -70,7 +70,7 @@ pub struct FaultPlan {
     pub windows: Vec<FaultWindow>,
     /// The backend's capacity at all times, if bounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<Capacity>,
+    pub capacity: Option<RequestCapacity>,
     /// Object names the store refuses for good (`[[refuse]]` in TOML): poison
     /// objects, such as a name the service account may not write.
     #[serde(default, rename = "refuse", skip_serializing_if = "Vec::is_empty")]
@@ -234,11 +234,12 @@ impl SlowLatency {
     }
 }
 
-/// The backend's capacity: a token bucket refilled by simulated time. A request that
-/// finds it empty is shed with 503 (counted as `shed`).
+/// The backend's capacity in requests (`[capacity]` in TOML): a token bucket refilled
+/// by simulated time. A request that finds it empty is shed with 503 (counted as
+/// `shed`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Capacity {
+pub struct RequestCapacity {
     /// Sustained requests per second.
     pub requests_per_second: f64,
     /// Bucket size, in requests. Default: one second of requests.
@@ -548,7 +549,7 @@ impl FaultWindow {
     }
 }
 
-impl Capacity {
+impl RequestCapacity {
     fn validate(&self, at: &str) -> Result<(), PlanError> {
         let rps = self.requests_per_second;
         if !(rps.is_finite() && rps > 0.0) {
@@ -857,7 +858,7 @@ mod tests {
         assert_eq!(w.capacity_rps, Some(100.0));
         assert_eq!(
             plan.capacity,
-            Some(Capacity {
+            Some(RequestCapacity {
                 requests_per_second: 400.0,
                 burst: Some(800.0)
             })
@@ -1037,7 +1038,7 @@ mod tests {
     #[test]
     fn capacity_sheds_past_the_rate_and_refills_with_time() {
         let plan = FaultPlan {
-            capacity: Some(Capacity {
+            capacity: Some(RequestCapacity {
                 requests_per_second: 10.0,
                 burst: Some(5.0),
             }),

@@ -75,7 +75,7 @@ pub mod wire;
 pub use clock::{SimClock, TokioClock};
 pub use fake::{FakeGcs, FakeGcsConfig, FakeStats, Limits, Observer, RequestEvent};
 pub use faults::{
-    Capacity, Fault, FaultPlan, FaultWindow, Ops, Outcome, PlanError, Refusal, SlowLatency,
+    Fault, FaultPlan, FaultWindow, Ops, Outcome, PlanError, Refusal, RequestCapacity, SlowLatency,
 };
 pub use retry_test::Instruction;
 pub use wire::{ObjectRecord, Operation};

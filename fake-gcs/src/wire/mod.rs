@@ -56,7 +56,7 @@ pub use precondition::Preconditions;
 pub use reply::Reply;
 pub use resumable::{Progress, Session, Sessions, incomplete, started};
 pub use route::{Api, Query, Route, UploadKind, header};
-pub use upload::{DEFAULT_CONTENT_TYPE, Upload};
+pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};
 
 // The fake's own use: a relay answers reads and lists from upstream.
 pub(crate) use bucket::{bucket_list, bucket_resource};

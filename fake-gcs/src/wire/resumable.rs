@@ -289,6 +289,7 @@ pub fn incomplete(upload_id: &str, received: u64) -> Reply {
 mod tests {
     use super::*;
     use crate::wire::route::Query;
+    use crate::wire::upload::RequestHead;
 
     #[test]
     fn content_ranges_of_resumable_chunks_parse() {
@@ -311,9 +312,12 @@ mod tests {
     }
 
     fn session() -> Session<()> {
-        let upload =
-            Upload::resumable("b", &Query::parse(Some("name=o")), &Default::default(), b"")
-                .unwrap();
+        let (query, headers) = (Query::parse(Some("name=o")), Default::default());
+        let head = RequestHead {
+            query: &query,
+            headers: &headers,
+        };
+        let upload = Upload::resumable("b", head, b"").unwrap();
         Session::new(upload)
     }
 

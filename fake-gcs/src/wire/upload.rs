@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::wire::digest::{Declared, Digests};
 use crate::wire::error::Rejection;
-use crate::wire::multipart::{multipart_boundary, split_multipart};
+use crate::wire::multipart::{Part, multipart_boundary, split_multipart};
 use crate::wire::precondition::Preconditions;
 use crate::wire::route::{Api, Query, header};
 
@@ -25,6 +25,22 @@ pub fn content_type(given: Option<&str>) -> Cow<'static, str> {
     match given {
         None | Some(DEFAULT_CONTENT_TYPE) => Cow::Borrowed(DEFAULT_CONTENT_TYPE),
         Some(other) => Cow::Owned(other.to_string()),
+    }
+}
+
+/// What an upload is parsed from beside its body: the request's decoded query and
+/// its headers.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestHead<'a> {
+    /// The query, decoded.
+    pub query: &'a Query,
+    /// The headers.
+    pub headers: &'a HeaderMap,
+}
+
+impl RequestHead<'_> {
+    fn preconditions(&self) -> Result<Preconditions, Rejection> {
+        Preconditions::parse(self.query, self.headers)
     }
 }
 
@@ -56,22 +72,14 @@ const NAME_MISSING: &str = "Required: the object name is missing.";
 impl Upload {
     /// `uploadType=media`: the body is the object, the name is in the query, digests
     /// in `x-goog-hash`.
-    pub fn media(
-        bucket: &str,
-        query: &Query,
-        headers: &HeaderMap,
-        data: Bytes,
-    ) -> Result<Upload, Rejection> {
-        let preconditions = Preconditions::parse(query, headers)?;
+    pub fn media(bucket: &str, head: RequestHead<'_>, data: Bytes) -> Result<Upload, Rejection> {
+        let preconditions = head.preconditions()?;
+        let name = head.query.get("name").unwrap_or("");
+        let given_type = header(head.headers, "content-type");
         Upload {
-            api: Api::Json,
-            bucket: bucket.to_string(),
-            name: query.get("name").unwrap_or("").to_string(),
             data,
-            content_type: content_type(header(headers, "content-type")),
-            metadata: BTreeMap::new(),
-            declared: Declared::from_headers(headers),
-            preconditions,
+            declared: Declared::from_headers(head.headers),
+            ..Upload::new(Api::Json, bucket, name, given_type, preconditions)
         }
         .named()
     }
@@ -81,42 +89,20 @@ impl Upload {
     /// in the resource win over `x-goog-hash`.
     pub fn multipart(
         bucket: &str,
-        query: &Query,
-        headers: &HeaderMap,
+        head: RequestHead<'_>,
         data: Bytes,
     ) -> Result<Upload, Rejection> {
-        let preconditions = Preconditions::parse(query, headers)?;
-        let Some(boundary) = header(headers, "content-type").and_then(multipart_boundary) else {
-            return Err(Rejection::invalid(
-                "uploadType=multipart needs Content-Type: multipart/related; boundary=...",
-            ));
-        };
-        let parts = match split_multipart(&data, &boundary) {
-            Ok(parts) if parts.len() == 2 => parts,
-            Ok(parts) => {
-                return Err(Rejection::invalid(format!(
-                    "multipart upload has {} parts; expected 2",
-                    parts.len()
-                )));
-            }
-            Err(e) => return Err(Rejection::invalid(format!("malformed multipart body: {e}"))),
-        };
-        let Ok(metadata @ Value::Object(_)) = serde_json::from_slice::<Value>(&parts[0].body)
-        else {
-            return Err(Rejection::invalid(
-                "the first multipart part must be a JSON object",
-            ));
-        };
-        let media_type = parts[1].header("content-type");
+        let preconditions = head.preconditions()?;
+        let (resource, media) = resource_and_media(head.headers, &data)?;
+        let media_type = media.header("content-type");
+        let upload = Upload::described(bucket, head.query, &resource, media_type, preconditions);
         Upload {
-            api: Api::Json,
-            bucket: bucket.to_string(),
-            name: name(query, &metadata),
-            data: parts[1].body.clone(),
-            content_type: content_type(string(&metadata, "contentType").or(media_type)),
-            metadata: custom_metadata(&metadata),
-            declared: Declared::from_metadata(&metadata).or(Declared::from_headers(headers)),
-            preconditions,
+            data: media.body.clone(),
+            declared: upload
+                .declared
+                .clone()
+                .or(Declared::from_headers(head.headers)),
+            ..upload
         }
         .named()
     }
@@ -127,31 +113,19 @@ impl Upload {
     /// resource (the last request may declare more).
     pub fn resumable(
         bucket: &str,
-        query: &Query,
-        headers: &HeaderMap,
+        head: RequestHead<'_>,
         body: &[u8],
     ) -> Result<Upload, Rejection> {
-        let preconditions = Preconditions::parse(query, headers)?;
-        let metadata = if body.is_empty() {
-            Value::Object(Default::default())
-        } else {
-            match serde_json::from_slice(body) {
+        let preconditions = head.preconditions()?;
+        let resource = match body.is_empty() {
+            true => Value::Object(Default::default()),
+            false => match serde_json::from_slice(body) {
                 Ok(Value::Object(m)) => Value::Object(m),
                 _ => return Err(Rejection::invalid("the metadata must be a JSON object")),
-            }
+            },
         };
-        let upload_type = header(headers, "x-upload-content-type");
-        Upload {
-            api: Api::Json,
-            bucket: bucket.to_string(),
-            name: name(query, &metadata),
-            data: Bytes::new(),
-            content_type: content_type(string(&metadata, "contentType").or(upload_type)),
-            metadata: custom_metadata(&metadata),
-            declared: Declared::from_metadata(&metadata),
-            preconditions,
-        }
-        .named()
+        let upload_type = header(head.headers, "x-upload-content-type");
+        Upload::described(bucket, head.query, &resource, upload_type, preconditions).named()
     }
 
     /// XML `PUT /{bucket}/{name}`: the body is the object; digests in `x-goog-hash`
@@ -159,31 +133,21 @@ impl Upload {
     pub fn xml_put(
         bucket: &str,
         name: &str,
-        query: &Query,
-        headers: &HeaderMap,
+        head: RequestHead<'_>,
         data: Bytes,
     ) -> Result<Upload, Rejection> {
-        let preconditions = Preconditions::parse(query, headers)?;
+        let preconditions = head.preconditions()?;
+        let headers = head.headers;
         let mut declared = Declared::from_headers(headers);
         if let Some(md5) = header(headers, "content-md5") {
             declared.md5 = Some(md5.trim().to_string());
         }
-        let metadata = headers
-            .iter()
-            .filter_map(|(k, v)| {
-                let key = k.as_str().strip_prefix("x-goog-meta-")?;
-                Some((key.to_string(), v.to_str().ok()?.to_string()))
-            })
-            .collect();
+        let given_type = header(headers, "content-type");
         Upload {
-            api: Api::Xml,
-            bucket: bucket.to_string(),
-            name: name.to_string(),
             data,
-            content_type: content_type(header(headers, "content-type")),
-            metadata,
+            metadata: goog_meta(headers),
             declared,
-            preconditions,
+            ..Upload::new(Api::Xml, bucket, name, given_type, preconditions)
         }
         .named()
     }
@@ -198,6 +162,48 @@ impl Upload {
         }
     }
 
+    /// An upload to `bucket/name` of no bytes, with no metadata and no declared
+    /// digests yet.
+    fn new(
+        api: Api,
+        bucket: &str,
+        name: &str,
+        given_type: Option<&str>,
+        preconditions: Preconditions,
+    ) -> Upload {
+        Upload {
+            api,
+            bucket: bucket.to_string(),
+            name: name.to_string(),
+            data: Bytes::new(),
+            content_type: content_type(given_type),
+            metadata: BTreeMap::new(),
+            declared: Declared::default(),
+            preconditions,
+        }
+    }
+
+    /// A JSON API upload as its object `resource` describes it (name unless the
+    /// query gives one, content type unless absent, custom metadata, digests).
+    fn described(
+        bucket: &str,
+        query: &Query,
+        resource: &Value,
+        fallback_type: Option<&str>,
+        preconditions: Preconditions,
+    ) -> Upload {
+        let name = query
+            .get("name")
+            .or_else(|| string(resource, "name"))
+            .unwrap_or("");
+        let given_type = string(resource, "contentType").or(fallback_type);
+        Upload {
+            metadata: custom_metadata(resource),
+            declared: Declared::from_metadata(resource),
+            ..Upload::new(Api::Json, bucket, name, given_type, preconditions)
+        }
+    }
+
     /// The upload, if it names an object.
     fn named(self) -> Result<Upload, Rejection> {
         if self.name.is_empty() {
@@ -207,13 +213,41 @@ impl Upload {
     }
 }
 
-/// The object name: the query's `name`, else the resource's.
-fn name(query: &Query, metadata: &Value) -> String {
-    query
-        .get("name")
-        .or_else(|| string(metadata, "name"))
-        .unwrap_or("")
-        .to_string()
+/// A multipart upload's two parts: the JSON resource and the media.
+fn resource_and_media(headers: &HeaderMap, data: &Bytes) -> Result<(Value, Part), Rejection> {
+    let Some(boundary) = header(headers, "content-type").and_then(multipart_boundary) else {
+        return Err(Rejection::invalid(
+            "uploadType=multipart needs Content-Type: multipart/related; boundary=...",
+        ));
+    };
+    let mut parts = match split_multipart(data, &boundary) {
+        Ok(parts) if parts.len() == 2 => parts,
+        Ok(parts) => {
+            return Err(Rejection::invalid(format!(
+                "multipart upload has {} parts; expected 2",
+                parts.len()
+            )));
+        }
+        Err(e) => return Err(Rejection::invalid(format!("malformed multipart body: {e}"))),
+    };
+    let media = parts.pop().expect("two parts");
+    match serde_json::from_slice::<Value>(&parts[0].body) {
+        Ok(resource @ Value::Object(_)) => Ok((resource, media)),
+        _ => Err(Rejection::invalid(
+            "the first multipart part must be a JSON object",
+        )),
+    }
+}
+
+/// The XML API's custom metadata: the `x-goog-meta-*` headers.
+fn goog_meta(headers: &HeaderMap) -> BTreeMap<String, String> {
+    headers
+        .iter()
+        .filter_map(|(k, v)| {
+            let key = k.as_str().strip_prefix("x-goog-meta-")?;
+            Some((key.to_string(), v.to_str().ok()?.to_string()))
+        })
+        .collect()
 }
 
 fn string<'a>(metadata: &'a Value, key: &str) -> Option<&'a str> {
@@ -235,6 +269,10 @@ fn custom_metadata(metadata: &Value) -> BTreeMap<String, String> {
 mod tests {
     use super::*;
     use crate::wire::digest::crc32c_base64;
+
+    fn head<'a>(query: &'a Query, headers: &'a HeaderMap) -> RequestHead<'a> {
+        RequestHead { query, headers }
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -259,13 +297,9 @@ mod tests {
 
     #[test]
     fn every_kind_of_upload_parses_into_one_value() {
-        let media = Upload::media(
-            "b",
-            &Query::parse(Some("name=a%2Fb&ifGenerationMatch=0")),
-            &headers(&[("content-type", "text/plain")]),
-            Bytes::from_static(b"hello"),
-        )
-        .unwrap();
+        let query = Query::parse(Some("name=a%2Fb&ifGenerationMatch=0"));
+        let text = headers(&[("content-type", "text/plain")]);
+        let media = Upload::media("b", head(&query, &text), Bytes::from_static(b"hello")).unwrap();
         assert_eq!(
             (media.name.as_str(), &media.content_type[..]),
             ("a/b", "text/plain")
@@ -275,13 +309,9 @@ mod tests {
         let body = Bytes::from_static(
             b"--x\r\ncontent-type: application/json\r\n\r\n{\"name\":\"n\",\"metadata\":{\"k\":\"v\"},\"crc32c\":\"mnG7TA==\"}\r\n--x\r\ncontent-type: text/csv\r\n\r\nhello\r\n--x--\r\n",
         );
-        let multipart = Upload::multipart(
-            "b",
-            &Query::default(),
-            &headers(&[("content-type", "multipart/related; boundary=x")]),
-            body,
-        )
-        .unwrap();
+        let none = Query::default();
+        let related = headers(&[("content-type", "multipart/related; boundary=x")]);
+        let multipart = Upload::multipart("b", head(&none, &related), body).unwrap();
         assert_eq!(multipart.name, "n");
         assert_eq!(&multipart.data[..], b"hello");
         assert_eq!(multipart.content_type, "text/csv");
@@ -291,14 +321,9 @@ mod tests {
             Ok("mnG7TA==".to_string())
         );
 
-        let put = Upload::xml_put(
-            "b",
-            "o",
-            &Query::default(),
-            &headers(&[("x-goog-meta-k", "v"), ("content-md5", "AAAA")]),
-            Bytes::from_static(b"hello"),
-        )
-        .unwrap();
+        let meta = headers(&[("x-goog-meta-k", "v"), ("content-md5", "AAAA")]);
+        let put =
+            Upload::xml_put("b", "o", head(&none, &meta), Bytes::from_static(b"hello")).unwrap();
         assert_eq!(put.api, Api::Xml);
         assert_eq!(put.metadata.get("k").map(String::as_str), Some("v"));
         assert!(matches!(put.digests(), Err(Rejection::BadDigest(_))));
@@ -306,11 +331,13 @@ mod tests {
 
     #[test]
     fn an_upload_without_a_name_is_refused() {
-        let none = Upload::media("b", &Query::default(), &HeaderMap::new(), Bytes::new());
+        let (query, headers) = (Query::default(), HeaderMap::new());
+        let nothing = head(&query, &headers);
+        let none = Upload::media("b", nothing, Bytes::new());
         assert_eq!(none, Err(Rejection::invalid(NAME_MISSING)));
-        let start = Upload::resumable("b", &Query::default(), &HeaderMap::new(), b"{}");
+        let start = Upload::resumable("b", nothing, b"{}");
         assert_eq!(start, Err(Rejection::invalid(NAME_MISSING)));
-        let not_json = Upload::resumable("b", &Query::default(), &HeaderMap::new(), b"[]");
+        let not_json = Upload::resumable("b", nothing, b"[]");
         assert!(matches!(
             not_json,
             Err(Rejection::Status { status: 400, .. })
