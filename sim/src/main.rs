@@ -179,13 +179,13 @@ fn run_scenario(
     println!(
         "{}: {} writes, {} stored, {} spooled, {} refused, {} unknown, {} in bucket, {} lost; peak {} files",
         r.scenario,
-        r.writes,
-        r.stored,
-        r.spooled,
-        r.rejected,
-        r.unknown,
-        r.in_bucket,
-        r.lost,
+        r.tally.told.writes,
+        r.tally.told.stored,
+        r.tally.told.spooled,
+        r.tally.told.rejected,
+        r.tally.told.unknown,
+        r.tally.in_bucket,
+        r.tally.lost,
         r.peak_files
     );
     for inv in &r.invariants {

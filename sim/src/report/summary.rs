@@ -1,11 +1,11 @@
 //! `report.json`: a run's figures, machine-readable, with stable top-level fields
 //! (a user's CI reads them).
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::checker::{Invariant, Status, Verdict};
+use crate::checker::{Invariant, Status, Tally, Verdict};
 use crate::recorder::TimelineEvent;
 use crate::report::series::{AlertWindow, Drain, Series};
 use crate::world::RunOutput;
@@ -27,32 +27,11 @@ pub struct Report {
     pub duration_seconds: f64,
     /// True when every invariant held or was explained.
     pub passed: bool,
-    /// Writes issued by the producers.
-    pub writes: u64,
-    /// Callers told `Stored` (written directly).
-    pub stored: u64,
-    /// Callers told `Spooled`.
-    pub spooled: u64,
-    /// Callers told the spool was full (backpressure).
-    pub rejected: u64,
-    /// Callers told of another error (store refused for good, ...).
-    pub failed: u64,
-    /// Writes in flight when their process died.
-    pub unknown: u64,
-    /// Unknown writes that landed anyway.
-    pub unknown_landed: u64,
-    /// Objects in the bucket at the end.
-    pub in_bucket: u64,
-    /// Acknowledged writes that are nowhere (must be 0).
-    pub lost: u64,
-    /// Retries answered 412: an earlier try had landed (duplicates avoided).
-    pub duplicates: u64,
-    /// Acknowledged writes in dead-letter folders.
-    pub dead_lettered: u64,
-    /// Acknowledged writes in quarantine folders.
-    pub quarantined: u64,
-    /// Acknowledged writes still in a spool at the end.
-    pub pending: u64,
+    /// Where every write ended up (`writes`, `stored`, `spooled`, `rejected`,
+    /// `failed`, `unknown`, `unknown_landed`, `in_bucket`, `lost`, `duplicates`,
+    /// `dead_lettered`, `quarantined`, `pending`, in this order).
+    #[serde(flatten)]
+    pub tally: Tally,
     /// Most entries in all spools at once.
     pub peak_files: u64,
     /// Most bytes in all spools at once.
@@ -67,7 +46,7 @@ pub struct Report {
     /// The drain after every fault window.
     pub drains: Vec<DrainJson>,
     /// What a spool needs for this scenario.
-    pub capacity: Capacity,
+    pub capacity: Sizing,
     /// When the shipped alert rules would have fired.
     pub alerts: Vec<AlertJson>,
     /// The store's side.
@@ -104,9 +83,10 @@ pub struct DrainJson {
     pub drain_rate_per_second: f64,
 }
 
-/// Sizing figures.
+/// How large a spool this scenario needs, beside what it was given (`capacity` in
+/// `report.json`).
 #[derive(Debug, Clone, Serialize)]
-pub struct Capacity {
+pub struct Sizing {
     /// The most files one host's spool held.
     pub peak_files_per_host: u64,
     /// The most bytes one host's spool held.
@@ -183,29 +163,16 @@ pub(crate) fn secs(d: Duration) -> f64 {
 
 /// Builds `report.json`'s contents.
 pub fn build(run: &RunOutput, verdict: &Verdict, series: &Series) -> Report {
-    let t = &verdict.tally;
     let scenario = &run.scenario;
     let (files, bytes, age) = series.peaks();
     let main_drain = series.drains.iter().max_by_key(|d| d.backlog);
     Report {
         scenario: scenario.name.clone(),
         seed: scenario.seed,
-        start: rfc3339(scenario.start),
+        start: spool::format::rfc3339_seconds(scenario.wall_ms(Duration::ZERO)),
         duration_seconds: secs(scenario.duration),
         passed: verdict.passed(),
-        writes: t.writes,
-        stored: t.stored,
-        spooled: t.spooled,
-        rejected: t.rejected,
-        failed: t.failed,
-        unknown: t.unknown,
-        unknown_landed: t.unknown_landed,
-        in_bucket: t.in_bucket,
-        lost: t.lost,
-        duplicates: t.duplicates_avoided,
-        dead_lettered: t.dead_lettered,
-        quarantined: t.quarantined,
-        pending: t.pending,
+        tally: verdict.tally.clone(),
         peak_files: files.value as u64,
         peak_bytes: bytes.value as u64,
         peak_oldest_age_seconds: age.value,
@@ -216,7 +183,7 @@ pub fn build(run: &RunOutput, verdict: &Verdict, series: &Series) -> Report {
         },
         drain_seconds: main_drain.and_then(|d| d.empty.map(|e| secs(e - d.recovered))),
         drains: series.drains.iter().map(drain_json).collect(),
-        capacity: capacity(run, series),
+        capacity: sizing(run, series),
         alerts: series.alerts.iter().map(alert_json).collect(),
         store: StoreJson {
             requests: run.fake.requests,
@@ -229,10 +196,10 @@ pub fn build(run: &RunOutput, verdict: &Verdict, series: &Series) -> Report {
     }
 }
 
-fn capacity(run: &RunOutput, series: &Series) -> Capacity {
+fn sizing(run: &RunOutput, series: &Series) -> Sizing {
     let (host_files, host_bytes) = series.per_host_peaks();
     let spool = &run.scenario.spool;
-    Capacity {
+    Sizing {
         peak_files_per_host: host_files,
         peak_bytes_per_host: host_bytes,
         headroom: HEADROOM,
@@ -283,49 +250,5 @@ fn drain_json(d: &Drain) -> DrainJson {
         backlog: d.backlog,
         drain_seconds: d.empty.map(|e| secs(e - d.recovered)),
         drain_rate_per_second: (d.drain_rate * 100.0).round() / 100.0,
-    }
-}
-
-/// RFC 3339, seconds precision.
-pub fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_seconds(t).to_string()
-}
-
-/// A count for people: `5,743,426`.
-pub fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A byte count for people: `1.4 GiB`.
-pub fn human_bytes(n: u64) -> String {
-    bytesize::ByteSize(n).display().iec().to_string()
-}
-
-/// A duration for people, to the second.
-pub fn human_duration(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        return format!("{} ms", d.as_millis());
-    }
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_are_grouped_by_thousands() {
-        assert_eq!(count(0), "0");
-        assert_eq!(count(999), "999");
-        assert_eq!(count(1000), "1,000");
-        assert_eq!(count(5_743_426), "5,743,426");
     }
 }

@@ -2,8 +2,10 @@
 
 use std::fmt::Write as _;
 
+use spool::format;
+
 use crate::report::series::Series;
-use crate::report::summary::{rfc3339, secs};
+use crate::report::summary::secs;
 use crate::world::RunOutput;
 
 /// `timeseries.csv`: one row per sample interval.
@@ -20,17 +22,17 @@ pub(crate) fn csv(run: &RunOutput, series: &Series) -> String {
             out,
             "{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{}",
             secs(r.t),
-            rfc3339(run.scenario.wall(r.t)),
+            format::rfc3339_seconds(run.scenario.wall_ms(r.t)),
             r.files,
             r.bytes,
             r.oldest_age_seconds,
             r.in_bucket,
-            r.writes,
-            r.stored,
-            r.spooled,
-            r.rejected,
-            r.failed,
-            r.unknown,
+            r.told.writes,
+            r.told.stored,
+            r.told.spooled,
+            r.told.rejected,
+            r.told.failed,
+            r.told.unknown,
             r.drained,
             r.store_requests
         );
