@@ -552,8 +552,6 @@ mod tests {
             stats: spool::Stats::default(),
             drained,
             dead_lettered: 0,
-            quarantined: 0,
-            drain_retries: 0,
         }
     }
 

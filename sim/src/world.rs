@@ -405,9 +405,6 @@ fn record_request(shared: &Shared, event: &RequestEvent) {
     let index = recorder.index(event.at);
     let counts = recorder.requests.entry(index).or_default();
     counts.requests += 1;
-    if event.committed {
-        counts.committed += 1;
-    }
     let failed = event.fault.is_some() || event.status.is_none_or(|s| s >= 400);
     if failed {
         let kind = match (&event.fault, event.status) {
