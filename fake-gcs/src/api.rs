@@ -85,7 +85,7 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     /// Serves `route`; a rejection is answered in the route's API.
     fn route(&mut self, route: &Route, data: Bytes) -> Result<Served, Rejection> {
-        let head = RequestHead {
+        let request = RequestHead {
             query: self.query,
             headers: self.headers,
         };
@@ -102,9 +102,9 @@ impl Ctx<'_> {
             } => self.get(*api, bucket, name, *media, *head)?.into(),
             Route::ObjectDelete { bucket, name, .. } => self.delete(bucket, name)?.into(),
             Route::Upload { bucket, kind } => match kind {
-                UploadKind::Media => self.store(Upload::media(bucket, head, data)?)?,
-                UploadKind::Multipart => self.store(Upload::multipart(bucket, head, data)?)?,
-                UploadKind::Resumable => self.start_resumable(bucket, head, &data)?,
+                UploadKind::Media => self.store(Upload::media(bucket, request, data)?)?,
+                UploadKind::Multipart => self.store(Upload::multipart(bucket, request, data)?)?,
+                UploadKind::Resumable => self.start_resumable(bucket, request, &data)?,
             },
             Route::ResumableChunk { upload_id } => self.resumable_chunk(upload_id, data)?,
             Route::ResumableCancel { upload_id } => match self.state.uploads.remove(upload_id) {
@@ -112,7 +112,7 @@ impl Ctx<'_> {
                 None => return Err(Rejection::status(404, NO_SESSION)),
             },
             Route::XmlPut { bucket, name } => {
-                self.store(Upload::xml_put(bucket, name, head, data)?)?
+                self.store(Upload::xml_put(bucket, name, request, data)?)?
             }
             Route::Invalid {
                 status, message, ..
@@ -392,33 +392,22 @@ impl Ctx<'_> {
         let Some(session) = self.state.uploads.get_mut(upload_id) else {
             return Err(Rejection::status(404, NO_SESSION));
         };
-        let named = |served: Served, session: &Session<ObjectRecord>| Served {
-            bucket: Some(session.upload.bucket.clone()),
-            object: Some(session.upload.name.clone()),
-            ..served
-        };
-        if let Some(record) = &session.finalized {
-            let reply = Reply::json(
-                200,
-                &record.json_resource(&self.base, &session.upload.bucket),
-            );
-            return Ok(named(reply.into(), session));
-        }
-        let progress = session.accept(content_range, &data, max_bytes);
-        let served = match progress {
-            Err(rejection) => rejection.reply(Api::Json).into(),
-            Ok(Progress::Incomplete) => wire::incomplete(upload_id, session.received()).into(),
-            Ok(Progress::Complete) => {
-                let (bucket, name) = (session.upload.bucket.clone(), session.upload.name.clone());
-                let served = self.finalize(upload_id, declared_now);
-                return Ok(Served {
-                    bucket: Some(bucket),
-                    object: Some(name),
-                    ..served
-                });
+        let (bucket, name) = (session.upload.bucket.clone(), session.upload.name.clone());
+        let served = if let Some(record) = &session.finalized {
+            Reply::json(200, &record.json_resource(&self.base, &bucket)).into()
+        } else {
+            match session.accept(content_range, &data, max_bytes) {
+                Err(rejection) => rejection.reply(Api::Json).into(),
+                Ok(Progress::Incomplete) => wire::incomplete(upload_id, session.received()).into(),
+                Ok(Progress::Complete) => self.finalize(upload_id, declared_now),
             }
         };
-        Ok(named(served, session))
+        // The request log names the session's object: the path names none.
+        Ok(Served {
+            bucket: Some(bucket),
+            object: Some(name),
+            ..served
+        })
     }
 
     /// Stores a session's completed upload; the session then remembers the object,
