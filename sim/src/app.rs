@@ -246,7 +246,7 @@ pub async fn run_host(shared: Arc<Shared>, host: u32) -> turmoil::Result {
     let Some(spool) = open_spool(&shared, host, boot, &mut commands).await else {
         // The run ended while the spool could not be opened: take the inventory
         // straight from the disk, so that what it holds is not counted as lost.
-        let inventory = inventory(&control.disk, None, None).await;
+        let inventory = inventory(&control.disk, None).await;
         shared.recorder().inventories.insert(host, inventory);
         control.set_phase(Phase::Finished);
         return Ok(());
@@ -285,7 +285,7 @@ pub async fn run_host(shared: Arc<Shared>, host: u32) -> turmoil::Result {
         .boot_uploads
         .insert((host, boot), upload_counts(&metrics));
     if *commands.borrow() == Command::Finish {
-        let inventory = inventory(&control.disk, Some(&spool), Some(&metrics)).await;
+        let inventory = inventory(&control.disk, Some(&spool)).await;
         shared.recorder().inventories.insert(host, inventory);
         control.set_phase(Phase::Finished);
     } else {
@@ -326,18 +326,14 @@ async fn open_spool(
             boot,
             gauges: (0, 0),
             on_disk: (0, 0),
-            temp_removed: 0,
-            quarantined: 0,
             open_error: None,
         };
         match opened {
-            Ok((spool, report)) => {
+            Ok((spool, _)) => {
                 let stats = spool.stats();
                 check.gauges = (stats.files, stats.bytes);
                 check.on_disk =
                     entries_on_disk(&control.disk, &dir.join(spool::layout::ENTRIES_DIR)).await;
-                check.temp_removed = report.temp_files_removed;
-                check.quarantined = report.quarantined.len() as u64;
                 shared.recorder().reopens.push(check);
                 #[cfg(feature = "mutations")]
                 if let Some(mutation) = shared.mutation {
@@ -462,8 +458,6 @@ async fn sample(shared: Arc<Shared>, host: u32, boot: u16, spool: Spool) {
             drained: metrics.drained_total(spool::metrics::DrainOutcome::Uploaded)
                 + metrics.drained_total(spool::metrics::DrainOutcome::AlreadyPresent),
             dead_lettered: metrics.dead_lettered_total(),
-            quarantined: metrics.quarantined_total(),
-            drain_retries: metrics.drain_retries_total(),
         };
         let mut recorder = shared.recorder();
         let index = recorder.index(now());
@@ -473,7 +467,7 @@ async fn sample(shared: Arc<Shared>, host: u32, boot: u16, spool: Spool) {
 
 /// Names of the objects left in the spool, dead-lettered and quarantined, read from
 /// the disk. `spool` gives the final stats when it could be opened.
-async fn inventory(disk: &SimDisk, spool: Option<&Spool>, metrics: Option<&Metrics>) -> Inventory {
+async fn inventory(disk: &SimDisk, spool: Option<&Spool>) -> Inventory {
     let root = PathBuf::from(SPOOL_DIR);
     let pending = object_names(disk, &root.join(spool::layout::ENTRIES_DIR)).await;
     let stats = spool.map(Spool::stats).unwrap_or_else(|| spool::Stats {
@@ -485,7 +479,6 @@ async fn inventory(disk: &SimDisk, spool: Option<&Spool>, metrics: Option<&Metri
         dead_letter: object_names(disk, &root.join(spool::layout::DEAD_LETTER_DIR)).await,
         quarantine: object_names(disk, &root.join(spool::layout::QUARANTINE_DIR)).await,
         stats,
-        uploads: metrics.map(upload_counts).unwrap_or_default(),
     }
 }
 

@@ -15,7 +15,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::ledger::{Told, parse_object_name};
+use serde::Serialize;
+
+use crate::ledger::{Answers, Told, parse_object_name};
 use crate::recorder::HostSample;
 use crate::scenario::EventKind;
 use crate::world::RunOutput;
@@ -30,6 +32,17 @@ pub enum Status {
     Explained(String),
     /// It failed; the detail says how.
     Failed(String),
+}
+
+impl Status {
+    /// Failed with `detail` when `failed`, else held.
+    fn failed_if(failed: bool, detail: impl FnOnce() -> String) -> Status {
+        if failed {
+            Status::Failed(detail())
+        } else {
+            Status::Held
+        }
+    }
 }
 
 /// One checked invariant.
@@ -50,48 +63,48 @@ impl Invariant {
     }
 }
 
-/// Where every write ended up.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Where every write ended up. Serialized as `report.json`'s tally fields (the
+/// diagnostic counts behind the invariants are left out).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Tally {
-    /// Writes issued.
-    pub writes: u64,
-    /// Callers told `Stored`.
-    pub stored: u64,
-    /// Callers told `Spooled`.
-    pub spooled: u64,
-    /// Callers told the spool was full (backpressure).
-    pub rejected: u64,
-    /// Callers told of another error.
-    pub failed: u64,
-    /// Writes in flight when their process died.
-    pub unknown: u64,
+    /// Writes issued and what their callers were told.
+    #[serde(flatten)]
+    pub told: Answers,
     /// Unknown writes that landed anyway.
     pub unknown_landed: u64,
-    /// Rejected or failed writes that landed anyway (commit-then-fail).
-    pub refused_landed: u64,
-    /// Objects in the bucket.
+    /// Objects in the bucket at the end.
     pub in_bucket: u64,
-    /// Acknowledged writes in the bucket.
-    pub delivered: u64,
-    /// Acknowledged writes still in a spool at the end.
-    pub pending: u64,
+    /// Acknowledged writes that are nowhere: the failure the bench exists to catch
+    /// (must be 0).
+    pub lost: u64,
+    /// 412 answers: retries that found their object already written (duplicates
+    /// avoided).
+    #[serde(rename = "duplicates")]
+    pub duplicates_avoided: u64,
     /// Acknowledged writes in a dead-letter folder.
     pub dead_lettered: u64,
     /// Acknowledged writes in a quarantine folder.
     pub quarantined: u64,
-    /// Acknowledged writes that are nowhere: the failure the bench exists to catch.
-    pub lost: u64,
+    /// Acknowledged writes still in a spool at the end.
+    pub pending: u64,
+    /// Rejected or failed writes that landed anyway (commit-then-fail).
+    #[serde(skip)]
+    pub refused_landed: u64,
+    /// Acknowledged writes in the bucket.
+    #[serde(skip)]
+    pub delivered: u64,
     /// Objects whose size or crc32c differ from what was written.
+    #[serde(skip)]
     pub corrupt: u64,
     /// Objects no producer wrote.
+    #[serde(skip)]
     pub foreign: u64,
     /// Poison objects found in the bucket.
+    #[serde(skip)]
     pub poison_in_bucket: u64,
     /// Dead-lettered objects that were not poison.
+    #[serde(skip)]
     pub good_dead_lettered: u64,
-    /// 412 answers: retries that found their object already written (duplicates
-    /// avoided).
-    pub duplicates_avoided: u64,
 }
 
 /// The checker's findings.
@@ -112,25 +125,59 @@ impl Verdict {
     }
 }
 
+/// Where each write was found, per host and sequence number: a set of the flags
+/// below.
+struct Found(Vec<Vec<u8>>);
+
 const IN_BUCKET: u8 = 1;
 const PENDING: u8 = 2;
 const DEAD: u8 = 4;
 const QUARANTINED: u8 = 8;
 
+impl Found {
+    fn get_mut(&mut self, host: u32, seq: u64) -> Option<&mut u8> {
+        self.0.get_mut(host as usize)?.get_mut(seq as usize)
+    }
+}
+
 /// Checks every invariant on a finished run.
 pub fn check(run: &RunOutput) -> Verdict {
-    let ledger = &run.ledger;
-    let mut flags: Vec<Vec<u8>> = ledger
-        .hosts()
-        .iter()
-        .map(|h| vec![0; h.writes.len()])
-        .collect();
+    let mut found = Found(
+        run.ledger
+            .hosts()
+            .iter()
+            .map(|h| vec![0; h.writes.len()])
+            .collect(),
+    );
     let mut tally = Tally {
         in_bucket: run.bucket.len() as u64,
         duplicates_avoided: run.fake.precondition_failures,
         ..Tally::default()
     };
+    look_in_bucket(run, &mut found, &mut tally);
+    look_in_inventories(run, &mut found, &mut tally);
+    let (in_flight, lost_examples) = follow_each_write(run, &found, &mut tally);
 
+    let invariants = vec![
+        acknowledged_writes_delivered(&tally, &lost_examples),
+        bucket_holds_only_what_was_written(&tally),
+        callers_told_and_counted(run, in_flight),
+        unknown_only_at_crashes(run, &tally),
+        spool_ends_empty(run),
+        gauges_match_disk(run),
+        only_poison_dead_lettered(&tally),
+    ];
+    Verdict {
+        invariants,
+        tally,
+        lost_examples,
+    }
+}
+
+/// Marks every object in the bucket against the write it names; counts objects no
+/// one wrote, objects with other bytes, and poison objects.
+fn look_in_bucket(run: &RunOutput, found: &mut Found, tally: &mut Tally) {
+    let ledger = &run.ledger;
     for object in &run.bucket {
         let write = parse_object_name(&object.name)
             .and_then(|(host, seq, poison)| Some((host, seq, poison, ledger.get(host, seq)?)));
@@ -142,11 +189,18 @@ pub fn check(run: &RunOutput) -> Verdict {
                 if poison {
                     tally.poison_in_bucket += 1;
                 }
-                flags[host as usize][seq as usize] |= IN_BUCKET;
+                if let Some(f) = found.get_mut(host, seq) {
+                    *f |= IN_BUCKET;
+                }
             }
             _ => tally.foreign += 1,
         }
     }
+}
+
+/// Marks the writes each host's spool still holds, dead-lettered or quarantined;
+/// counts good objects that were dead-lettered.
+fn look_in_inventories(run: &RunOutput, found: &mut Found, tally: &mut Tally) {
     for inventory in run.recorder.inventories.values() {
         for (names, flag) in [
             (&inventory.pending, PENDING),
@@ -155,9 +209,7 @@ pub fn check(run: &RunOutput) -> Verdict {
         ] {
             for name in names {
                 if let Some((host, seq, poison)) = parse_object_name(name)
-                    && let Some(f) = flags
-                        .get_mut(host as usize)
-                        .and_then(|h| h.get_mut(seq as usize))
+                    && let Some(f) = found.get_mut(host, seq)
                 {
                     *f |= flag;
                     if flag == DEAD && !poison {
@@ -167,20 +219,21 @@ pub fn check(run: &RunOutput) -> Verdict {
             }
         }
     }
+}
 
+/// Counts what each write's caller was told and where an acknowledged write
+/// ended up (the bucket first, then set aside, then pending; else lost). Returns
+/// the writes still in flight and up to ten lost ones.
+fn follow_each_write(run: &RunOutput, found: &Found, tally: &mut Tally) -> (u64, Vec<String>) {
     let mut in_flight = 0;
     let mut lost_examples = Vec::new();
-    for (host, h) in ledger.hosts().iter().enumerate() {
+    for (host, h) in run.ledger.hosts().iter().enumerate() {
         for (seq, w) in h.writes.iter().enumerate() {
-            let f = flags[host][seq];
-            tally.writes += 1;
+            let f = found.0[host][seq];
+            tally.told.writes += 1;
             match w.told {
-                Told::Stored => tally.stored += 1,
-                Told::Spooled => tally.spooled += 1,
-                Told::Rejected => tally.rejected += 1,
-                Told::Failed => tally.failed += 1,
-                Told::Unknown => tally.unknown += 1,
                 Told::InFlight => in_flight += 1,
+                told => tally.told.tell(told),
             }
             if w.told.acknowledged() {
                 if f & IN_BUCKET != 0 {
@@ -209,54 +262,47 @@ pub fn check(run: &RunOutput) -> Verdict {
             }
         }
     }
+    (in_flight, lost_examples)
+}
 
-    let invariants = vec![
-        Invariant {
-            name: "acknowledged_writes_delivered",
-            statement: "Every write the app acknowledged (stored or spooled) is in the bucket with the same bytes, or visibly set aside, or still pending in a spool",
-            status: if tally.lost == 0 {
-                Status::Held
-            } else {
-                Status::Failed(format!(
-                    "{} acknowledged writes are nowhere (e.g. {})",
-                    tally.lost,
-                    lost_examples.join(", ")
-                ))
+fn acknowledged_writes_delivered(tally: &Tally, lost_examples: &[String]) -> Invariant {
+    Invariant {
+        name: "acknowledged_writes_delivered",
+        statement: "Every write the app acknowledged (stored or spooled) is in the bucket with the same bytes, or visibly set aside, or still pending in a spool",
+        status: Status::failed_if(tally.lost > 0, || {
+            let examples = lost_examples.join(", ");
+            format!(
+                "{} acknowledged writes are nowhere (e.g. {examples})",
+                tally.lost
+            )
+        }),
+    }
+}
+
+fn bucket_holds_only_what_was_written(tally: &Tally) -> Invariant {
+    Invariant {
+        name: "bucket_holds_only_what_was_written",
+        statement: "Nothing is in the bucket that no producer wrote, and every object has the bytes it was written with",
+        status: Status::failed_if(tally.foreign > 0 || tally.corrupt > 0, || {
+            format!(
+                "{} unknown objects, {} with wrong bytes",
+                tally.foreign, tally.corrupt
+            )
+        }),
+    }
+}
+
+fn only_poison_dead_lettered(tally: &Tally) -> Invariant {
+    Invariant {
+        name: "only_poison_dead_lettered",
+        statement: "Only objects the store refuses for good are dead-lettered, and none of them is in the bucket",
+        status: Status::failed_if(
+            tally.good_dead_lettered > 0 || tally.poison_in_bucket > 0,
+            || {
+                let (good, poison) = (tally.good_dead_lettered, tally.poison_in_bucket);
+                format!("{good} good objects dead-lettered, {poison} poison objects in the bucket")
             },
-        },
-        Invariant {
-            name: "bucket_holds_only_what_was_written",
-            statement: "Nothing is in the bucket that no producer wrote, and every object has the bytes it was written with",
-            status: if tally.foreign == 0 && tally.corrupt == 0 {
-                Status::Held
-            } else {
-                Status::Failed(format!(
-                    "{} unknown objects, {} with wrong bytes",
-                    tally.foreign, tally.corrupt
-                ))
-            },
-        },
-        callers_told_and_counted(run, in_flight),
-        unknown_only_at_crashes(run, &tally),
-        spool_ends_empty(run),
-        gauges_match_disk(run),
-        Invariant {
-            name: "only_poison_dead_lettered",
-            statement: "Only objects the store refuses for good are dead-lettered, and none of them is in the bucket",
-            status: if tally.good_dead_lettered == 0 && tally.poison_in_bucket == 0 {
-                Status::Held
-            } else {
-                Status::Failed(format!(
-                    "{} good objects dead-lettered, {} poison objects in the bucket",
-                    tally.good_dead_lettered, tally.poison_in_bucket
-                ))
-            },
-        },
-    ];
-    Verdict {
-        invariants,
-        tally,
-        lost_examples,
+        ),
     }
 }
 
@@ -303,11 +349,7 @@ fn callers_told_and_counted(run: &RunOutput, in_flight: u64) -> Invariant {
     Invariant {
         name: "callers_told_and_counted",
         statement: "Every caller was told what happened to its write (refusals included), and the metrics count exactly what callers were told",
-        status: if problems.is_empty() {
-            Status::Held
-        } else {
-            Status::Failed(problems.join("; "))
-        },
+        status: Status::failed_if(!problems.is_empty(), || problems.join("; ")),
     }
 }
 
@@ -319,22 +361,22 @@ fn unknown_only_at_crashes(run: &RunOutput, tally: &Tally) -> Invariant {
         .filter(|e| matches!(e.kind, EventKind::Crash | EventKind::Restart))
         .count();
     let recorded: u64 = run.recorder.timeline.iter().map(|e| e.unknown).sum();
-    let status = if tally.unknown != recorded {
+    let status = if tally.told.unknown != recorded {
         Status::Failed(format!(
             "{} unknown writes but {recorded} were in flight at crashes or restarts",
-            tally.unknown
+            tally.told.unknown
         ))
-    } else if deaths == 0 && tally.unknown > 0 {
+    } else if deaths == 0 && tally.told.unknown > 0 {
         Status::Failed(format!(
             "{} writes unanswered without any crash",
-            tally.unknown
+            tally.told.unknown
         ))
-    } else if tally.unknown > 0 {
+    } else if tally.told.unknown > 0 {
         Status::Explained(format!(
             "{} writes were in flight at {deaths} crashes or restarts: {} landed, {} did not (their callers got no answer and would retry)",
-            tally.unknown,
+            tally.told.unknown,
             tally.unknown_landed,
-            tally.unknown - tally.unknown_landed
+            tally.told.unknown - tally.unknown_landed
         ))
     } else {
         Status::Held
@@ -510,8 +552,6 @@ mod tests {
             stats: spool::Stats::default(),
             drained,
             dead_lettered: 0,
-            quarantined: 0,
-            drain_retries: 0,
         }
     }
 

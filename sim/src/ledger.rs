@@ -44,6 +44,38 @@ impl Told {
     }
 }
 
+/// How many writes were issued and what their callers were told: over a whole run
+/// (the checker's tally, `report.json`) or one sample interval (the time series).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Answers {
+    /// Writes issued.
+    pub writes: u64,
+    /// Callers told `Stored` (written directly).
+    pub stored: u64,
+    /// Callers told `Spooled`.
+    pub spooled: u64,
+    /// Callers told the spool was full (backpressure).
+    pub rejected: u64,
+    /// Callers told of another error (store refused for good, ...).
+    pub failed: u64,
+    /// Writes in flight when their process died.
+    pub unknown: u64,
+}
+
+impl Answers {
+    /// Counts one caller told `told`; a write still in flight counts nowhere.
+    pub fn tell(&mut self, told: Told) {
+        match told {
+            Told::Stored => self.stored += 1,
+            Told::Spooled => self.spooled += 1,
+            Told::Rejected => self.rejected += 1,
+            Told::Failed => self.failed += 1,
+            Told::Unknown => self.unknown += 1,
+            Told::InFlight => {}
+        }
+    }
+}
+
 /// One issued write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Write {

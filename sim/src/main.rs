@@ -1,14 +1,11 @@
 //! The `sim` command: run a scenario (`sim SCENARIO`), or serve the Cloud Storage
 //! fake on a real port (`sim fake-gcs`).
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
-use sim::gcs::{FakeGcs, FakeGcsConfig, FaultPlan, TokioClock};
 
 // A simulation allocates and frees millions of small buffers (HTTP messages, entry
 // files); mimalloc does that measurably faster than the system allocator.
@@ -33,8 +30,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serve the Cloud Storage fake on a real port, logging every request.
-    FakeGcs(FakeGcsArgs),
+    /// Serve the Cloud Storage fake on a real port, logging every request (the same
+    /// as the `fake-gcs` binary).
+    FakeGcs(fake_gcs::cli::Args),
     /// Run a scenario with keys set to several values (several --set make a grid),
     /// on all cores, and summarize the variants.
     Sweep(SweepArgs),
@@ -58,7 +56,7 @@ struct SweepArgs {
     #[arg(long)]
     jobs: Option<usize>,
     /// The figure to chart against the first swept key.
-    #[arg(long, default_value = "drain_seconds", value_parser = clap::builder::PossibleValuesParser::new(sim::sweep::METRICS))]
+    #[arg(long, default_value = "drain_seconds", value_parser = clap::builder::PossibleValuesParser::new(sim::report::sweep::METRICS))]
     metric: String,
 }
 
@@ -91,26 +89,6 @@ struct PlanArgs {
     seed: u64,
 }
 
-#[derive(Debug, Args)]
-struct FakeGcsArgs {
-    /// Address to listen on (loopback by default).
-    #[arg(long, default_value = "127.0.0.1:4443")]
-    listen: SocketAddr,
-    /// A bucket that exists (repeatable). Without any, every bucket name is
-    /// created on first use.
-    #[arg(long = "bucket", value_name = "NAME")]
-    buckets: Vec<String>,
-    /// Fault plan (TOML: [[fault]] windows and [capacity]).
-    #[arg(long, value_name = "FILE")]
-    faults: Option<PathBuf>,
-    /// Seed of the fault RNG.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Keep object bytes so they can be downloaded (otherwise only digests).
-    #[arg(long)]
-    keep_bytes: bool,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The fake logs every request at info: right for `fake-gcs`, a flood in a replay;
@@ -126,7 +104,7 @@ fn main() -> ExitCode {
         )
         .init();
     match cli.command {
-        Some(Command::FakeGcs(args)) => match fake_gcs(args) {
+        Some(Command::FakeGcs(args)) => match fake_gcs::cli::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("sim fake-gcs: {e:#}");
@@ -167,41 +145,6 @@ fn main() -> ExitCode {
     }
 }
 
-fn fake_gcs(args: FakeGcsArgs) -> anyhow::Result<()> {
-    let faults = match &args.faults {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            FaultPlan::from_toml(&text).with_context(|| format!("in {}", path.display()))?
-        }
-        None => FaultPlan::none(),
-    };
-    let config = FakeGcsConfig {
-        auto_create_buckets: args.buckets.is_empty(),
-        buckets: args.buckets,
-        keep_bytes: args.keep_bytes,
-        seed: args.seed,
-        faults,
-        ..FakeGcsConfig::default()
-    };
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
-        tracing::info!(
-            addr = %listener.local_addr()?,
-            seed = config.seed,
-            windows = config.faults.windows.len(),
-            keep_bytes = config.keep_bytes,
-            "fake Cloud Storage listening"
-        );
-        let fake = FakeGcs::new(config, Arc::new(TokioClock::start()))?;
-        fake.serve_tcp(listener).await?;
-        Ok(())
-    })
-}
-
 fn run_scenario(
     path: &std::path::Path,
     out: Option<PathBuf>,
@@ -227,7 +170,7 @@ fn run_scenario(
         }),
         ..Default::default()
     };
-    let finished = sim::pipeline::run(scenario, &dir, options, true)?;
+    let finished = sim::report::pipeline::run(scenario, &dir, options, true)?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -236,13 +179,13 @@ fn run_scenario(
     println!(
         "{}: {} writes, {} stored, {} spooled, {} refused, {} unknown, {} in bucket, {} lost; peak {} files",
         r.scenario,
-        r.writes,
-        r.stored,
-        r.spooled,
-        r.rejected,
-        r.unknown,
-        r.in_bucket,
-        r.lost,
+        r.tally.told.writes,
+        r.tally.told.stored,
+        r.tally.told.spooled,
+        r.tally.told.rejected,
+        r.tally.told.unknown,
+        r.tally.in_bucket,
+        r.tally.lost,
         r.peak_files
     );
     for inv in &r.invariants {
@@ -288,9 +231,9 @@ fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
     let sets = args
         .sets
         .iter()
-        .map(|s| sim::sweep::parse_set(s))
+        .map(|s| sim::report::sweep::parse_set(s))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let variants = sim::sweep::variants(&file, &text, &sets)?;
+    let variants = sim::report::sweep::variants(&file, &text, &sets)?;
     let name = variants[0].scenario.name.clone();
     let dir = args
         .out
@@ -303,7 +246,7 @@ fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
         variants.len(),
         dir.display()
     );
-    let outcomes = sim::sweep::run(&dir, variants, jobs, &args.metric)?;
+    let outcomes = sim::report::sweep::run(&dir, variants, jobs, &args.metric)?;
     for o in &outcomes {
         let r = &o.report;
         let drain = r
@@ -330,14 +273,14 @@ fn plan(args: PlanArgs) -> anyhow::Result<()> {
         (0.0..=1.0).contains(&args.failing_share),
         "--failing-share must be between 0 and 1"
     );
-    let input = sim::plan::Input {
+    let input = sim::report::plan::Input {
         rate: args.rate,
         size: args.size.as_u64(),
         outage: args.outage,
         failing_share: args.failing_share,
         drain_rate: args.drain_rate.unwrap_or(3.0 * args.rate),
     };
-    let closed = sim::plan::closed_form(&input);
+    let closed = sim::report::plan::closed_form(&input);
     let simulated = if args.no_simulate {
         None
     } else {
@@ -346,8 +289,11 @@ fn plan(args: PlanArgs) -> anyhow::Result<()> {
             "sim plan: simulating the same inputs (report in {})",
             dir.display()
         );
-        Some(sim::plan::simulate(&input, args.seed, &dir)?)
+        Some(sim::report::plan::simulate(&input, args.seed, &dir)?)
     };
-    print!("{}", sim::plan::table(&input, &closed, simulated.as_ref()));
+    print!(
+        "{}",
+        sim::report::plan::table(&input, &closed, simulated.as_ref())
+    );
     Ok(())
 }

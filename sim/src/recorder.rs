@@ -21,10 +21,6 @@ pub struct HostSample {
     pub drained: u64,
     /// `dead_lettered_total` since the boot.
     pub dead_lettered: u64,
-    /// `quarantined_total` since the boot.
-    pub quarantined: u64,
-    /// `drain_retries_total` since the boot.
-    pub drain_retries: u64,
 }
 
 /// The fake's requests in one interval.
@@ -32,8 +28,6 @@ pub struct HostSample {
 pub struct RequestCounts {
     /// Requests received.
     pub requests: u64,
-    /// Objects committed.
-    pub committed: u64,
     /// Failed requests by kind: the injected fault's label (`503`, `hang`, `shed`,
     /// ...) or the status (`412`, `403`).
     pub errors: BTreeMap<String, u64>,
@@ -67,10 +61,6 @@ pub struct ReopenCheck {
     pub gauges: (u64, u64),
     /// Entry files and their bytes, listed independently on the simulated disk.
     pub on_disk: (u64, u64),
-    /// Temp files open deleted, and entries it quarantined.
-    pub temp_removed: u64,
-    /// Entries quarantined at this open.
-    pub quarantined: u64,
     /// Open failed: why.
     pub open_error: Option<String>,
 }
@@ -86,8 +76,6 @@ pub struct Inventory {
     pub quarantine: Vec<String>,
     /// The spool's final stats.
     pub stats: Stats,
-    /// The counters of the final boot: `uploads_total` by outcome.
-    pub uploads: BTreeMap<&'static str, u64>,
 }
 
 /// Everything recorded during a run.

@@ -61,10 +61,9 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytesize::ByteSize;
+use fake_gcs::FaultPlan;
 use serde::Deserialize;
 use spool::{BackoffConfig, DrainerConfig, Jitter, SpoolConfig, UploaderConfig};
-
-use crate::gcs::faults::FaultPlan;
 
 /// A checked scenario, ready to run.
 #[derive(Debug, Clone)]

@@ -11,14 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use fake_gcs::{FakeGcs, FakeGcsConfig, FakeStats, ObjectRecord, Refusal, RequestEvent};
 
 use crate::app::{self, Command, GCS_HOST, GCS_PORT, Phase, Shared, derive_seed, purpose};
-use crate::gcs::clock::TurmoilClock;
-use crate::gcs::faults::Refusal;
-use crate::gcs::{FakeGcs, FakeGcsConfig, FakeStats, ObjectRecord, RequestEvent};
+use crate::gcs_host::{self, TurmoilClock};
 use crate::ledger::{self, Ledger};
 use crate::recorder::{Recorder, TimelineEvent};
-use crate::scenario::{EventKind, Scenario};
+use crate::scenario::{Event, EventKind, Scenario};
 
 /// How long the wind-down may take before the run gives up on a host.
 const WIND_DOWN_LIMIT: Duration = Duration::from_secs(600);
@@ -81,7 +80,32 @@ pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput
         shared.mutation = options.mutation;
     }
     let shared = Arc::new(shared);
+    let fake = start_fake(&scenario, &shared)?;
+    let mut world = World {
+        sim: build_sim(&scenario),
+        shared,
+        fake,
+        deploys: Vec::new(),
+        next_sample: 1,
+        steps: 0,
+    };
+    world.add_hosts();
+    world.step_through(&mut options)?;
 
+    let down_at_end = world.down_at_end();
+    let unfinished_hosts = wind_down(&mut world.sim, &world.shared, &mut world.steps)?;
+    if let Some(progress) = options.progress.as_mut() {
+        progress(Progress {
+            simulated: scenario.duration,
+            total: scenario.duration,
+        });
+    }
+    world.into_output(scenario, unfinished_hosts, down_at_end)
+}
+
+/// The fake, with the scenario's faults (and a refusal of poison objects) and its
+/// seed, reporting every request to the recorder.
+fn start_fake(scenario: &Scenario, shared: &Arc<Shared>) -> anyhow::Result<FakeGcs> {
     let mut faults = scenario.faults.clone();
     if scenario.workload.poison > 0.0 {
         faults.refusals.push(Refusal {
@@ -99,61 +123,108 @@ pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput
         Arc::new(TurmoilClock::new()),
     )
     .context("invalid fault plan")?;
-    {
-        let shared = shared.clone();
-        fake.set_observer(Arc::new(move |event: &RequestEvent| {
-            record_request(&shared, event)
-        }));
-    }
+    let shared = shared.clone();
+    fake.set_observer(Arc::new(move |event: &RequestEvent| {
+        record_request(&shared, event)
+    }));
+    Ok(fake)
+}
 
-    let mut sim = build_sim(&scenario);
-    {
-        let fake = fake.clone();
-        sim.host(GCS_HOST, move || {
+/// A run in progress: the turmoil world and what the run keeps outside it.
+struct World {
+    sim: turmoil::Sim<'static>,
+    shared: Arc<Shared>,
+    fake: FakeGcs,
+    /// Deploys waiting for their host to stop.
+    deploys: Vec<PendingDeploy>,
+    /// The next sample instant's index at which to count the bucket.
+    next_sample: u64,
+    /// Steps taken.
+    steps: u64,
+}
+
+impl World {
+    /// The fake's host and one host per app instance.
+    fn add_hosts(&mut self) {
+        let fake = self.fake.clone();
+        self.sim.host(GCS_HOST, move || {
             let fake = fake.clone();
             async move {
-                fake.serve_turmoil(GCS_PORT).await?;
+                gcs_host::serve(fake, GCS_PORT).await?;
                 Ok(())
             }
         });
-    }
-    for host in 0..scenario.workload.hosts {
-        let shared = shared.clone();
-        sim.host(app::host_name(host), move || {
-            app::run_host(shared.clone(), host)
-        });
+        for host in 0..self.shared.scenario.workload.hosts {
+            let shared = self.shared.clone();
+            self.sim.host(app::host_name(host), move || {
+                app::run_host(shared.clone(), host)
+            });
+        }
     }
 
-    let mut events = scenario.events.iter().peekable();
-    let mut deploys: Vec<PendingDeploy> = Vec::new();
-    let mut next_sample = 1u64;
-    let mut steps = 0u64;
-    loop {
-        let t = sim.elapsed();
-        if t >= scenario.duration {
-            break;
+    /// Steps to the end of the scenario: at each step, the events that are due, the
+    /// deploys whose host has stopped, the bucket's count at each sample instant.
+    fn step_through(&mut self, options: &mut Options) -> anyhow::Result<()> {
+        let scenario = self.shared.scenario.clone();
+        let mut events = scenario.events.iter().peekable();
+        loop {
+            let t = self.sim.elapsed();
+            if t >= scenario.duration {
+                return Ok(());
+            }
+            while let Some(event) = events.next_if(|e| e.at <= t) {
+                self.apply(event, t);
+            }
+            self.restart_stopped_deploys(t);
+            self.count_bucket(t);
+            if self.steps.is_multiple_of(4096)
+                && let Some(progress) = options.progress.as_mut()
+            {
+                progress(Progress {
+                    simulated: t,
+                    total: scenario.duration,
+                });
+            }
+            self.sim
+                .step()
+                .map_err(|e| anyhow::anyhow!("simulation failed at {t:?}: {e}"))?;
+            self.steps += 1;
         }
-        while let Some(event) = events.next_if(|e| e.at <= t) {
-            for &host in &event.hosts {
-                match event.kind {
-                    EventKind::Crash | EventKind::Restart => {
-                        deploys.retain(|d| d.host != host);
-                        kill(&mut sim, &shared, host, event.kind, event.down_for, t);
-                    }
-                    EventKind::Deploy => {
-                        shared.hosts[host as usize]
-                            .command
-                            .send_replace(Command::Stop);
-                        deploys.push(PendingDeploy {
-                            host,
-                            down_for: event.down_for,
-                            at: t,
-                        });
-                    }
+    }
+
+    /// A crash or restart kills its hosts now; a deploy asks them to stop.
+    fn apply(&mut self, event: &Event, t: Duration) {
+        for &host in &event.hosts {
+            match event.kind {
+                EventKind::Crash | EventKind::Restart => {
+                    self.deploys.retain(|d| d.host != host);
+                    kill(
+                        &mut self.sim,
+                        &self.shared,
+                        host,
+                        event.kind,
+                        event.down_for,
+                        t,
+                    );
+                }
+                EventKind::Deploy => {
+                    self.shared.hosts[host as usize]
+                        .command
+                        .send_replace(Command::Stop);
+                    self.deploys.push(PendingDeploy {
+                        host,
+                        down_for: event.down_for,
+                        at: t,
+                    });
                 }
             }
         }
-        deploys.retain(|d| {
+    }
+
+    /// Starts again, after their down time, the deployed hosts that have stopped.
+    fn restart_stopped_deploys(&mut self, t: Duration) {
+        let (shared, sim) = (&self.shared, &mut self.sim);
+        self.deploys.retain(|d| {
             let control = &shared.hosts[d.host as usize];
             if control.phase() != Phase::Stopped {
                 return true;
@@ -171,58 +242,70 @@ pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput
             sim.bounce(app::host_name(d.host));
             false
         });
-        while shared.recorder().index(t) >= next_sample {
-            let count = fake.object_count(app::BUCKET) as u64;
-            shared.recorder().in_bucket.insert(next_sample, count);
-            next_sample += 1;
-        }
-        if steps.is_multiple_of(4096)
-            && let Some(progress) = options.progress.as_mut()
-        {
-            progress(Progress {
-                simulated: t,
-                total: scenario.duration,
-            });
-        }
-        sim.step()
-            .map_err(|e| anyhow::anyhow!("simulation failed at {t:?}: {e}"))?;
-        steps += 1;
     }
 
-    let down_at_end: Vec<u32> = shared
-        .hosts
-        .iter()
-        .filter(|h| h.phase() != Phase::Running || deploys.iter().any(|d| d.host == h.index))
-        .map(|h| h.index)
-        .collect();
-    let unfinished_hosts = wind_down(&mut sim, &shared, &mut steps)?;
-    if let Some(progress) = options.progress.as_mut() {
-        progress(Progress {
-            simulated: scenario.duration,
-            total: scenario.duration,
-        });
+    /// Records the bucket's object count at every sample instant up to `t`.
+    fn count_bucket(&mut self, t: Duration) {
+        while self.shared.recorder().index(t) >= self.next_sample {
+            let count = self.fake.object_count(app::BUCKET) as u64;
+            self.shared
+                .recorder()
+                .in_bucket
+                .insert(self.next_sample, count);
+            self.next_sample += 1;
+        }
     }
-    fake.clear_observer();
-    drop(sim);
-    let bucket = fake.take_objects(app::BUCKET);
-    let shared = Arc::try_unwrap(shared)
-        .map_err(|_| anyhow::anyhow!("a host still holds the shared state after the run"))?;
-    Ok(RunOutput {
-        scenario,
-        ledger: shared
-            .ledger
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner()),
-        recorder: shared
-            .recorder
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner()),
-        bucket,
-        fake: fake.stats(),
-        steps,
-        unfinished_hosts,
-        down_at_end,
-    })
+
+    /// Hosts not serving when the scenario ends: down after an event, or stopping
+    /// for a deploy.
+    fn down_at_end(&self) -> Vec<u32> {
+        self.shared
+            .hosts
+            .iter()
+            .filter(|h| {
+                h.phase() != Phase::Running || self.deploys.iter().any(|d| d.host == h.index)
+            })
+            .map(|h| h.index)
+            .collect()
+    }
+
+    /// What the run produced, once the simulation is dropped and the hosts have let
+    /// go of the shared state.
+    fn into_output(
+        self,
+        scenario: Arc<Scenario>,
+        unfinished_hosts: Vec<u32>,
+        down_at_end: Vec<u32>,
+    ) -> anyhow::Result<RunOutput> {
+        let World {
+            sim,
+            shared,
+            fake,
+            steps,
+            ..
+        } = self;
+        fake.clear_observer();
+        drop(sim);
+        let bucket = fake.take_objects(app::BUCKET);
+        let shared = Arc::try_unwrap(shared)
+            .map_err(|_| anyhow::anyhow!("a host still holds the shared state after the run"))?;
+        Ok(RunOutput {
+            scenario,
+            ledger: shared
+                .ledger
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner()),
+            recorder: shared
+                .recorder
+                .into_inner()
+                .unwrap_or_else(|e| e.into_inner()),
+            bucket,
+            fake: fake.stats(),
+            steps,
+            unfinished_hosts,
+            down_at_end,
+        })
+    }
 }
 
 fn build_sim(scenario: &Scenario) -> turmoil::Sim<'static> {
@@ -322,9 +405,6 @@ fn record_request(shared: &Shared, event: &RequestEvent) {
     let index = recorder.index(event.at);
     let counts = recorder.requests.entry(index).or_default();
     counts.requests += 1;
-    if event.committed {
-        counts.committed += 1;
-    }
     let failed = event.fault.is_some() || event.status.is_none_or(|s| s >= 400);
     if failed {
         let kind = match (&event.fault, event.status) {

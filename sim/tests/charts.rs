@@ -50,7 +50,7 @@ fn a_short_run_renders_every_chart_as_a_png_of_the_promised_size_shown_in_the_re
 -> anyhow::Result<()> {
     let scenario = sim::scenario::load(&scenario("demo.toml"))?;
     let dir = tempfile::tempdir()?;
-    sim::pipeline::run(scenario, dir.path(), Options::default(), true)?;
+    sim::report::pipeline::run(scenario, dir.path(), Options::default(), true)?;
 
     let report = std::fs::read_to_string(dir.path().join("report.md"))?;
     let expected = [
@@ -85,14 +85,14 @@ fn a_sweep_renders_one_png_with_a_line_per_series() -> anyhow::Result<()> {
         ),
     ];
     let categories = ["none", "equal", "full"].map(String::from);
-    let chart = sim::charts::SweepChart {
+    let chart = sim::report::charts::SweepChart {
         file: "sweep.png",
         title: "Drain time by jitter",
         x_label: "jitter",
         y_label: "drain time (s)",
         categories: &categories,
     };
-    let (file, title) = sim::charts::render_sweep(dir.path(), &chart, &series)?;
+    let (file, title) = sim::report::charts::render_sweep(dir.path(), &chart, &series)?;
     assert_eq!(
         (file.as_str(), title.as_str()),
         ("sweep.png", "Drain time by jitter")

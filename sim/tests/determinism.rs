@@ -9,7 +9,7 @@ fn run(scenario: &str, seed: Option<u64>, out: &Path) -> Vec<(String, Vec<u8>)> 
     if let Some(seed) = seed {
         scenario.seed = seed;
     }
-    sim::pipeline::run(scenario, out, Options::default(), false).unwrap();
+    sim::report::pipeline::run(scenario, out, Options::default(), false).unwrap();
     ["report.json", "report.md", "timeseries.csv"]
         .into_iter()
         .map(|f| (f.to_string(), std::fs::read(out.join(f)).unwrap()))

@@ -10,11 +10,11 @@ use bytes::Bytes;
 use common::{
     BUCKET, GCS_URL, config, plan, record_events, remote, send_turmoil, turmoil_fake, world,
 };
+use fake_gcs::{Fault, Instruction, Operation, Outcome};
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 use object_store::client::{HttpErrorKind, HttpRequestBody, HttpService};
 use sim::connector::TurmoilHttp;
-use sim::gcs::{Fault, Instruction, Operation, Outcome};
 use spool::StoreError;
 use tokio::time::{Instant, sleep, timeout};
 
@@ -410,7 +410,7 @@ fn past_capacity_a_herd_is_shed_with_503_and_the_bucket_refills() -> turmoil::Re
 
 #[test]
 fn testbench_instructions_script_single_requests_by_header() -> turmoil::Result {
-    let fake = turmoil_fake(config(true, sim::gcs::FaultPlan::none()));
+    let fake = turmoil_fake(config(true, fake_gcs::FaultPlan::none()));
     let mut sim = world(&fake, 8);
     let scripted = fake.clone();
     sim.client("app", async move {

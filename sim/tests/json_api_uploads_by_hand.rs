@@ -6,9 +6,9 @@ mod common;
 
 use bytes::Bytes;
 use common::{BUCKET, Raw, config, real_fake, send_real};
+use fake_gcs::FaultPlan;
+use fake_gcs::wire::{Digests, crc32c_base64, md5_base64};
 use http::{Method, StatusCode};
-use sim::gcs::FaultPlan;
-use sim::gcs::wire::{Digests, crc32c_base64, md5_base64};
 
 const B: &str = "fake-boundary-7f3a";
 

@@ -65,7 +65,7 @@ fn the_real_spool_passes_the_scenario_the_mutants_fail() {
     let (_, verdict) = run(None);
     assert!(verdict.passed(), "{:#?}", verdict.invariants);
     assert!(
-        verdict.tally.spooled > 100,
+        verdict.tally.told.spooled > 100,
         "the scenario must spool: {:?}",
         verdict.tally
     );

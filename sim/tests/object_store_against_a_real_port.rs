@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use common::{BUCKET, config, real_fake};
+use fake_gcs::FaultPlan;
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use sim::connector::gcs_store_http;
-use sim::gcs::FaultPlan;
 use spool::remote::Existing;
 use spool::{Remote, StoreError};
 

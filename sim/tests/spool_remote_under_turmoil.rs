@@ -133,7 +133,7 @@ fn after_commit_then_503_the_retry_sees_412_and_the_object_is_there_once() -> tu
 
 #[test]
 fn a_partition_is_a_prompt_retryable_connect_error() -> turmoil::Result {
-    let fake = turmoil_fake(config(false, sim::gcs::FaultPlan::none()));
+    let fake = turmoil_fake(config(false, fake_gcs::FaultPlan::none()));
     let mut sim = world(&fake, 24);
     sim.client("app", async move {
         turmoil::partition("app", "gcs");
@@ -160,7 +160,7 @@ fn a_partition_is_a_prompt_retryable_connect_error() -> turmoil::Result {
 
 #[test]
 fn the_fakes_state_survives_a_bounce_of_its_host_and_clients_reconnect() -> turmoil::Result {
-    let fake = turmoil_fake(config(false, sim::gcs::FaultPlan::none()));
+    let fake = turmoil_fake(config(false, fake_gcs::FaultPlan::none()));
     let mut sim = world(&fake, 25);
     sim.client("app", async move {
         let remote = remote();

@@ -6,13 +6,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
+use fake_gcs::{FakeGcs, FakeGcsConfig, FaultPlan, RequestEvent, TokioClock};
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use hyper_util::rt::TokioIo;
 use object_store::client::{HttpRequestBody, HttpService};
 use sim::connector::TurmoilHttp;
-use sim::gcs::{FakeGcs, FakeGcsConfig, FaultPlan, RequestEvent, TokioClock, TurmoilClock};
+use sim::gcs_host::{self, TurmoilClock};
 
 pub const BUCKET: &str = "bkt";
 /// 2026-10-08T11:00:00Z, the start of the outage the bench replays.
@@ -65,7 +66,7 @@ pub fn world(fake: &FakeGcs, seed: u64) -> turmoil::Sim<'static> {
     sim.host("gcs", move || {
         let fake = fake.clone();
         async move {
-            fake.serve_turmoil(4443).await?;
+            gcs_host::serve(fake, 4443).await?;
             Ok(())
         }
     });

@@ -1,37 +1,40 @@
-//! Google's storage-testbench fault vocabulary, for scripting single requests.
-//!
-//! A test registers instructions per operation (`POST /retry_test` with
-//! `{"instructions": {"storage.objects.insert": ["return-503", ...]}}`, or
-//! [`FakeGcs::create_retry_test`](super::FakeGcs::create_retry_test)); each request
-//! that carries `x-retry-test-id: <id>` consumes the next instruction for its
-//! operation. [`FakeGcs::script`](super::FakeGcs::script) queues instructions that
-//! any request of the operation consumes, header or not. Scripted instructions take
-//! precedence over the capacity model and the fault windows.
-//!
-//! Instructions (sizes: `K` = KiB, as the testbench uses, or `B` = bytes):
-//!
-//! | instruction | requests with a body (uploads) | requests without one (gets, lists) |
-//! |---|---|---|
-//! | `return-N` | read the body, answer N | answer N |
-//! | `return-reset-connection` | drop the connection | drop the connection |
-//! | `return-broken-stream` | read the body, drop the connection | send half the response body, drop |
-//! | `return-N-after-MK` | read M KiB, answer N | send M KiB of the response, drop |
-//! | `return-broken-stream-after-MK` | read M KiB, drop | send M KiB of the response, drop |
-//! | `stall-for-Ts-after-MK` | read M KiB, wait T seconds, carry on | send M KiB, wait T seconds, carry on |
-//!
-//! Bounded: at most `Limits::max_retry_tests` tests are kept; the oldest is
-//! forgotten first.
+//! Google's storage-testbench control API (`/retry_test`, `x-retry-test-id`): tests
+//! of scripted [`Instruction`]s, consumed one per request.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use http::Method;
 use serde_json::{Value, json};
 
-use super::operation::Operation;
+use crate::wire::{Api, Operation, Reply, Route, error_reply};
 
-/// One storage-testbench instruction.
+/// One instruction of Google's storage-testbench fault vocabulary, for scripting
+/// single requests.
+///
+/// A test registers instructions per operation (`POST /retry_test` with
+/// `{"instructions": {"storage.objects.insert": ["return-503", ...]}}`, or
+/// [`FakeGcs::create_retry_test`](crate::FakeGcs::create_retry_test)); each request
+/// that carries `x-retry-test-id: <id>` consumes the next instruction for its
+/// operation. [`FakeGcs::script`](crate::FakeGcs::script) queues instructions that
+/// any request of the operation consumes, header or not. Scripted instructions take
+/// precedence over the capacity model and the fault windows.
+///
+/// Instructions (sizes: `K` = KiB, as the testbench uses, or `B` = bytes):
+///
+/// | instruction | requests with a body (uploads) | requests without one (gets, lists) |
+/// |---|---|---|
+/// | `return-N` | read the body, answer N | answer N |
+/// | `return-reset-connection` | drop the connection | drop the connection |
+/// | `return-broken-stream` | read the body, drop the connection | send half the response body, drop |
+/// | `return-N-after-MK` | read M KiB, answer N | send M KiB of the response, drop |
+/// | `return-broken-stream-after-MK` | read M KiB, drop | send M KiB of the response, drop |
+/// | `stall-for-Ts-after-MK` | read M KiB, wait T seconds, carry on | send M KiB, wait T seconds, carry on |
+///
+/// Bounded: at most `Limits::max_retry_tests` tests are kept; the oldest is
+/// forgotten first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Instruction {
     /// `return-N`: answer with status N (400..=599).
@@ -314,9 +317,82 @@ impl RetryTests {
     }
 }
 
+/// A request to the control API: `POST /retry_test`, `GET /retry_test` (or
+/// `/retry_tests`), `GET` or `DELETE /retry_test/{id}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Control {
+    Create,
+    List,
+    Get(String),
+    Delete(String),
+}
+
+impl Control {
+    /// The control request `method path` makes: `None` for a path outside the
+    /// control API, `Some(Err(route))` (a 404) for a method its path does not take.
+    pub(crate) fn parse(method: &Method, path: &str) -> Option<Result<Control, Route>> {
+        let not_found = || Route::not_found(Api::Json, method, path);
+        if path == "/retry_test" || path == "/retry_tests" {
+            return Some(match *method {
+                Method::POST if path == "/retry_test" => Ok(Control::Create),
+                Method::GET => Ok(Control::List),
+                _ => Err(not_found()),
+            });
+        }
+        let id = path.strip_prefix("/retry_test/")?.to_string();
+        Some(match *method {
+            Method::GET => Ok(Control::Get(id)),
+            Method::DELETE => Ok(Control::Delete(id)),
+            _ => Err(not_found()),
+        })
+    }
+}
+
+impl RetryTests {
+    /// Serves a control request with `body`.
+    pub(crate) fn answer(&mut self, control: &Control, body: &[u8]) -> Reply {
+        let no_such_test =
+            |id: &str| error_reply(Api::Json, 404, Some(&format!("no retry test {id:?}")));
+        match control {
+            Control::Create => match self.create_json(body) {
+                Ok(test) => Reply::json(200, &test),
+                Err(message) => error_reply(Api::Json, 400, Some(&message)),
+            },
+            Control::List => Reply::json(200, &self.list_json()),
+            Control::Get(id) => match self.get_json(id) {
+                Some(test) => Reply::json(200, &test),
+                None => no_such_test(id),
+            },
+            Control::Delete(id) => match self.delete(id) {
+                true => Reply::json(200, &json!({})),
+                false => no_such_test(id),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_routes_are_the_testbenchs() {
+        let parse = |method, path| Control::parse(&method, path);
+        assert_eq!(
+            parse(Method::POST, "/retry_test"),
+            Some(Ok(Control::Create))
+        );
+        assert_eq!(parse(Method::GET, "/retry_tests"), Some(Ok(Control::List)));
+        assert_eq!(
+            parse(Method::DELETE, "/retry_test/7"),
+            Some(Ok(Control::Delete("7".into())))
+        );
+        assert!(matches!(
+            parse(Method::POST, "/retry_tests"),
+            Some(Err(Route::Invalid { status: 404, .. }))
+        ));
+        assert_eq!(parse(Method::GET, "/retry"), None);
+    }
 
     #[test]
     fn the_testbench_vocabulary_round_trips() {

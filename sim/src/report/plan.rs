@@ -12,7 +12,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::report::{HEADROOM, human_bytes, human_duration};
+use spool::format;
+
+use crate::report::summary::HEADROOM;
 
 /// Bytes of name in a typical entry (`h0/0000012345` is 13; leave room).
 pub const NAME_BYTES: u64 = 20;
@@ -140,7 +142,8 @@ pub fn simulate(input: &Input, seed: u64, dir: &std::path::Path) -> anyhow::Resu
     let text = scenario_text(input, seed);
     let scenario =
         crate::scenario::parse("(sim plan)", &text).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let finished = crate::pipeline::run(scenario, dir, crate::world::Options::default(), true)?;
+    let finished =
+        crate::report::pipeline::run(scenario, dir, crate::world::Options::default(), true)?;
     let r = &finished.report;
     Ok(Simulated {
         peak_files: r.capacity.peak_files_per_host,
@@ -157,13 +160,13 @@ pub fn table(input: &Input, closed: &ClosedForm, simulated: Option<&Simulated>) 
         out,
         "{} writes/s of {} for {}, {:.0}% failing; the store then accepts {} writes/s from this instance\n",
         input.rate,
-        human_bytes(input.size),
-        human_duration(input.outage),
+        format::bytes(input.size),
+        format::duration(input.outage),
         input.failing_share * 100.0,
         input.drain_rate
     );
     let sim = |f: &dyn Fn(&Simulated) -> String| simulated.map(f).unwrap_or_else(|| "-".into());
-    let drain = |d: Option<Duration>| d.map(human_duration).unwrap_or_else(|| "never".into());
+    let drain = |d: Option<Duration>| d.map(format::duration).unwrap_or_else(|| "never".into());
     let _ = writeln!(out, "{:<24}{:>22}{:>22}", "", "closed form", "simulated");
     let _ = writeln!(
         out,
@@ -176,8 +179,8 @@ pub fn table(input: &Input, closed: &ClosedForm, simulated: Option<&Simulated>) 
         out,
         "{:<24}{:>22}{:>22}",
         "backlog (disk)",
-        human_bytes(closed.backlog_bytes as u64),
-        sim(&|s| human_bytes(s.peak_bytes))
+        format::bytes(closed.backlog_bytes as u64),
+        sim(&|s| format::bytes(s.peak_bytes))
     );
     let _ = writeln!(
         out,
@@ -190,7 +193,7 @@ pub fn table(input: &Input, closed: &ClosedForm, simulated: Option<&Simulated>) 
         out,
         "\nGive each instance's spool max_files = {} and max_bytes = {} ({:.0}% headroom over the closed-form backlog).",
         closed.files_needed,
-        human_bytes(closed.bytes_needed),
+        format::bytes(closed.bytes_needed),
         HEADROOM * 100.0
     );
     if closed.drain.is_none() {

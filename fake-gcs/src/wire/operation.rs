@@ -1,4 +1,4 @@
-//! What the fake calls each request: the JSON API method names the storage-testbench
+//! What each request does, by the JSON API method names the storage-testbench
 //! uses (`storage.objects.insert`, ...), shared by the fault model, the testbench
 //! instructions, the statistics and the request events.
 
@@ -29,7 +29,7 @@ pub enum Operation {
 
 impl Operation {
     /// Every operation, in order.
-    pub const ALL: [Operation; 8] = [
+    pub(crate) const ALL: [Operation; 8] = [
         Operation::BucketsList,
         Operation::BucketsGet,
         Operation::ObjectsList,
@@ -55,12 +55,12 @@ impl Operation {
     }
 
     /// Whether the operation changes the bucket (fault windows with `ops = "writes"`).
-    pub fn is_write(self) -> bool {
+    pub(crate) fn is_write(self) -> bool {
         matches!(self, Operation::ObjectsInsert | Operation::ObjectsDelete)
     }
 
     /// Whether faults (windows, capacity, testbench instructions) apply to it.
-    pub fn is_faultable(self) -> bool {
+    pub(crate) fn is_faultable(self) -> bool {
         !matches!(self, Operation::RetryTest | Operation::Unknown)
     }
 }

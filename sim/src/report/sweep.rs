@@ -14,8 +14,8 @@ use std::sync::Mutex;
 
 use anyhow::{Context, bail};
 
-use crate::pipeline;
 use crate::report::Report;
+use crate::report::pipeline;
 use crate::scenario::{self, Scenario};
 use crate::world::Options;
 
@@ -242,10 +242,10 @@ pub fn metric_value(report: &Report, metric: &str) -> Option<f64> {
         "peak_files" => report.peak_files as f64,
         "peak_bytes" => report.peak_bytes as f64,
         "peak_oldest_age_seconds" => report.peak_oldest_age_seconds,
-        "rejected" => report.rejected as f64,
+        "rejected" => report.tally.told.rejected as f64,
         "store_requests" => report.store.requests as f64,
         "store_shed" => report.store.shed as f64,
-        "duplicates" => report.duplicates as f64,
+        "duplicates" => report.tally.duplicates_avoided as f64,
         _ => return None,
     })
 }
@@ -267,18 +267,18 @@ fn write_summary(dir: &Path, outcomes: &[Outcome], metric: &str) -> anyhow::Resu
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             o.label,
             r.passed,
-            r.writes,
-            r.stored,
-            r.spooled,
-            r.rejected,
-            r.lost,
+            r.tally.told.writes,
+            r.tally.told.stored,
+            r.tally.told.spooled,
+            r.tally.told.rejected,
+            r.tally.lost,
             r.peak_files,
             r.peak_bytes,
             r.peak_oldest_age_seconds,
             drain,
             r.store.requests,
             r.store.shed,
-            r.duplicates
+            r.tally.duplicates_avoided
         );
         let _ = writeln!(
             md,
@@ -286,11 +286,11 @@ fn write_summary(dir: &Path, outcomes: &[Outcome], metric: &str) -> anyhow::Resu
             o.label,
             o.dir,
             if r.passed { "yes" } else { "**no**" },
-            r.writes,
-            r.rejected,
-            r.lost,
+            r.tally.told.writes,
+            r.tally.told.rejected,
+            r.tally.lost,
             r.peak_files,
-            crate::report::human_bytes(r.peak_bytes),
+            spool::format::bytes(r.peak_bytes),
             r.peak_oldest_age_seconds,
             r.store.requests,
             r.store.shed
@@ -361,14 +361,14 @@ fn chart(
         return Ok(None);
     }
     let title = format!("{metric} by {key}");
-    let chart = crate::charts::SweepChart {
+    let chart = crate::report::charts::SweepChart {
         file: "sweep.png",
         title: &title,
         x_label: &key,
         y_label: metric,
         categories: if numeric { &[] } else { &categories },
     };
-    crate::charts::render_sweep(dir, &chart, &lines).map(Some)
+    crate::report::charts::render_sweep(dir, &chart, &lines).map(Some)
 }
 
 #[cfg(test)]

@@ -1,48 +1,6 @@
 //! The fault model: a schedule of windows, each a mix of outcomes with
-//! probabilities, plus a capacity model, all drawn from one seeded RNG.
-//!
-//! What it injects, and why a client must survive each (Cloud Storage did all of
-//! these on 2026-10-08/09):
-//!
-//! | outcome | the client sees | why it matters |
-//! |---|---|---|
-//! | `503`, `500`, `429`, `408` | that status with Cloud Storage's error body | retryable per Google's guidance |
-//! | `hang` | nothing until it gives up (closes the connection) or `hang_for` passes; then the connection drops | only a client timeout ends it |
-//! | `reset` | the connection drops without a response | a transport error, not a status |
-//! | `stall` | the server reads `stall_after` bytes of the body (or sends that much of a download), then hangs like `hang` | half-done transfers |
-//! | `slow` | success after a latency drawn log-uniformly from `slow` | tail latency; the write does land |
-//! | `commit_then_503` | 503, but the object was written | the retry must accept 412 as success |
-//! | `commit_then_hang` | nothing (as `hang`), but the object was written | a timeout is not a failure |
-//! | shed (capacity) | 503 once the token bucket is empty | synchronized retries hurt, jitter helps |
-//!
-//! Determinism: one [`ChaCha8Rng`] seeded from the fake's seed makes every draw, in
-//! request-arrival order. The same seed and the same request sequence give the same
-//! answers.
-//!
-//! ## The plan file
-//!
-//! ```toml
-//! [[fault]]
-//! name = "us-central1 write outage"   # optional, for reports
-//! from = "2s"           # offset from t = 0 (default 0s)
-//! until = "8s"          # exclusive end (default: never)
-//! ops = "writes"        # writes | reads | all (default writes)
-//! share = 1.0           # fraction of matching requests the window takes (default 1.0)
-//! mix = { "503" = 0.5, hang = 0.3 }   # outcome -> probability, sum <= 1; the rest succeed
-//! hang_for = "10m"      # how long hang/stall/commit_then_hang hold a request (default 10m)
-//! slow = { min = "500ms", max = "20s" }   # latency of `slow` (default 500ms..20s)
-//! stall_after = "16KiB" # bytes moved before a `stall` (default 16KiB)
-//! capacity_rps = 100    # optional: the backend takes this many requests/s of the
-//!                       # window's share; past that it sheds with 503
-//!
-//! [capacity]            # optional, for all requests at all times
-//! requests_per_second = 400
-//! burst = 400           # bucket size (default: one second of requests)
-//! ```
-//!
-//! Windows are consulted in file order; the first one that is active, matches the
-//! operation and takes the request (by `share`) decides it. The global capacity is
-//! checked before any window.
+//! probabilities, plus a capacity model, all drawn from one seeded RNG; see
+//! [`FaultPlan`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -54,13 +12,56 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::operation::Operation;
-use super::retry_test::Instruction;
+use crate::retry_test::Instruction;
+use crate::wire::Operation;
 
 /// A schedule of fault windows and an optional capacity model: what the fake's
-/// backend does over time. Deserialize it raw from TOML (`[[fault]]` tables and a
-/// `[capacity]` table), then [`validate`](FaultPlan::validate) it, or use
-/// [`from_toml`](FaultPlan::from_toml), which does both and names the bad field.
+/// backend does over time, all drawn from one seeded RNG. Read it from TOML with
+/// [`from_toml`](FaultPlan::from_toml), which checks it and names a bad field
+/// ([`FakeGcs::new`](crate::FakeGcs::new) checks a plan built in code).
+///
+/// What it injects, and why a client must survive each (Cloud Storage did all of
+/// these on 2026-10-08/09):
+///
+/// | outcome | the client sees | why it matters |
+/// |---|---|---|
+/// | `503`, `500`, `429`, `408` | that status with Cloud Storage's error body | retryable per Google's guidance |
+/// | `hang` | nothing until it gives up (closes the connection) or `hang_for` passes; then the connection drops | only a client timeout ends it |
+/// | `reset` | the connection drops without a response | a transport error, not a status |
+/// | `stall` | the server reads `stall_after` bytes of the body (or sends that much of a download), then hangs like `hang` | half-done transfers |
+/// | `slow` | success after a latency drawn log-uniformly from `slow` | tail latency; the write does land |
+/// | `commit_then_503` | 503, but the object was written | the retry must accept 412 as success |
+/// | `commit_then_hang` | nothing (as `hang`), but the object was written | a timeout is not a failure |
+/// | shed (capacity) | 503 once the token bucket is empty | synchronized retries hurt, jitter helps |
+///
+/// Determinism: one [`ChaCha8Rng`] seeded from the fake's seed makes every draw, in
+/// request-arrival order. The same seed and the same request sequence give the same
+/// answers.
+///
+/// ## The plan file
+///
+/// ```toml
+/// [[fault]]
+/// name = "us-central1 write outage"   # optional, for reports
+/// from = "2s"           # offset from t = 0 (default 0s)
+/// until = "8s"          # exclusive end (default: never)
+/// ops = "writes"        # writes | reads | all (default writes)
+/// share = 1.0           # fraction of matching requests the window takes (default 1.0)
+/// mix = { "503" = 0.5, hang = 0.3 }   # outcome -> probability, sum <= 1; the rest succeed
+/// hang_for = "10m"      # how long hang/stall/commit_then_hang hold a request (default 10m)
+/// slow = { min = "500ms", max = "20s" }   # latency of `slow` (default 500ms..20s)
+/// stall_after = "16KiB" # bytes moved before a `stall` (default 16KiB)
+/// capacity_rps = 100    # optional: the backend takes this many requests/s of the
+///                       # window's share; past that it sheds with 503
+///
+/// [capacity]            # optional, for all requests at all times
+/// requests_per_second = 400
+/// burst = 400           # bucket size (default: one second of requests)
+/// ```
+///
+/// Windows are consulted in file order; the first one that is active, matches the
+/// operation and takes the request (by `share`) decides it. The global capacity is
+/// checked before any window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultPlan {
@@ -69,7 +70,7 @@ pub struct FaultPlan {
     pub windows: Vec<FaultWindow>,
     /// The backend's capacity at all times, if bounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<Capacity>,
+    pub capacity: Option<RequestCapacity>,
     /// Object names the store refuses for good (`[[refuse]]` in TOML): poison
     /// objects, such as a name the service account may not write.
     #[serde(default, rename = "refuse", skip_serializing_if = "Vec::is_empty")]
@@ -100,8 +101,8 @@ fn default_refusal_status() -> u16 {
     403
 }
 
-/// One period in which some requests fail. See the [module docs](self) for the TOML
-/// form and the meaning of each outcome.
+/// One period in which some requests fail. See [`FaultPlan`] for the TOML form and
+/// the meaning of each outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FaultWindow {
@@ -233,11 +234,12 @@ impl SlowLatency {
     }
 }
 
-/// The backend's capacity: a token bucket refilled by simulated time. A request that
-/// finds it empty is shed with 503 (counted as `shed`).
+/// The backend's capacity in requests (`[capacity]` in TOML): a token bucket refilled
+/// by simulated time. A request that finds it empty is shed with 503 (counted as
+/// `shed`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Capacity {
+pub struct RequestCapacity {
     /// Sustained requests per second.
     pub requests_per_second: f64,
     /// Bucket size, in requests. Default: one second of requests.
@@ -272,7 +274,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in order.
-    pub const ALL: [Outcome; 10] = [
+    pub(crate) const ALL: [Outcome; 10] = [
         Outcome::Status503,
         Outcome::Status429,
         Outcome::Status500,
@@ -414,7 +416,7 @@ impl FaultPlan {
     }
 
     /// Checks every field; the error names the first bad one.
-    pub fn validate(&self) -> Result<(), PlanError> {
+    pub(crate) fn validate(&self) -> Result<(), PlanError> {
         for (i, window) in self.windows.iter().enumerate() {
             window.validate(&format!("fault[{i}]"))?;
         }
@@ -483,7 +485,7 @@ fn parse_window(i: usize, value: toml::Value) -> Result<FaultWindow, PlanError> 
 
 impl FaultWindow {
     /// Whether the window is active at `t`.
-    pub fn is_active(&self, t: Duration) -> bool {
+    pub(crate) fn is_active(&self, t: Duration) -> bool {
         t >= self.from && self.until.is_none_or(|until| t < until)
     }
 
@@ -547,7 +549,7 @@ impl FaultWindow {
     }
 }
 
-impl Capacity {
+impl RequestCapacity {
     fn validate(&self, at: &str) -> Result<(), PlanError> {
         let rps = self.requests_per_second;
         if !(rps.is_finite() && rps > 0.0) {
@@ -585,7 +587,7 @@ pub enum Fault {
         outcome: Outcome,
     },
     /// A storage-testbench instruction (an `x-retry-test-id` test or
-    /// [`FakeGcs::script`](super::FakeGcs::script)).
+    /// [`FakeGcs::script`](crate::FakeGcs::script)).
     Scripted(Instruction),
     /// A `[[refuse]]` rule refused the object for good.
     Refused {
@@ -856,7 +858,7 @@ mod tests {
         assert_eq!(w.capacity_rps, Some(100.0));
         assert_eq!(
             plan.capacity,
-            Some(Capacity {
+            Some(RequestCapacity {
                 requests_per_second: 400.0,
                 burst: Some(800.0)
             })
@@ -1036,7 +1038,7 @@ mod tests {
     #[test]
     fn capacity_sheds_past_the_rate_and_refills_with_time() {
         let plan = FaultPlan {
-            capacity: Some(Capacity {
+            capacity: Some(RequestCapacity {
                 requests_per_second: 10.0,
                 burst: Some(5.0),
             }),

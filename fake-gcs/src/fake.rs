@@ -1,50 +1,5 @@
-//! A Cloud Storage fake that real clients accept and that fails on a seeded schedule.
-//!
-//! [`FakeGcs`] owns the buckets, the fault model and the statistics; it is cheap to
-//! clone (an `Arc` inside) and is built outside any runtime, so its state outlives
-//! turmoil hosts that crash or bounce. Serve it inside turmoil with
-//! [`FakeGcs::serve_turmoil`] or on a real port with [`FakeGcs::serve_tcp`].
-//!
-//! ## What it speaks
-//!
-//! - JSON API: uploads (`POST /upload/storage/v1/b/{b}/o` with `uploadType=media`,
-//!   `multipart` (chunked bodies accepted) and `resumable` (then `PUT`s with
-//!   `Content-Range`)); `GET /storage/v1/b/{b}/o/{o}` (metadata, `alt=media` for
-//!   bytes, also under `/download/...`); `GET /storage/v1/b/{b}/o` (list: `prefix`,
-//!   `delimiter`, `maxResults`, `pageToken`); `GET /storage/v1/b[/{b}]`; `DELETE`.
-//! - XML API: `PUT`/`GET`/`HEAD`/`DELETE /{b}/{o}` (percent-decoded names; `ETag` =
-//!   quoted hex MD5; `x-goog-generation`, `x-goog-hash`, `Last-Modified`; `Range`,
-//!   `If-Match`, `If-None-Match`) and `GET /{b}?list-type=2` (what `object_store`
-//!   lists with).
-//! - Preconditions on every write (`ifGenerationMatch`, `ifGenerationNotMatch`,
-//!   `x-goog-if-generation-match`): 412 with Cloud Storage's JSON or XML error body.
-//! - Declared digests (`x-goog-hash`, multipart metadata `crc32c`/`md5Hash`,
-//!   `Content-MD5`) are checked: a mismatch is 400 and nothing is stored.
-//! - The storage-testbench control API (`/retry_test`, `x-retry-test-id`), see
-//!   [`retry_test`].
-//!
-//! ## Design constraints
-//!
-//! - One mutex guards all state; it is never held across an await. Request bodies
-//!   are read before the lock is taken, so a write and its precondition check are
-//!   atomic.
-//! - Per object about 100 bytes plus the name, and the bytes only with
-//!   [`FakeGcsConfig::keep_bytes`]. Request bodies are bounded by
-//!   [`Limits::max_request_bytes`] (default 64 MiB).
-//! - Every random choice comes from one seeded RNG ([`faults`]); time comes from a
-//!   [`SimClock`]. No real time, no hash-map iteration.
-//! - A held request (hang, stall) is released after its window's `hang_for` (default
-//!   10 min), so held tasks cannot pile up without bound.
-
-mod bucket;
-pub mod clock;
-pub mod faults;
-mod handler;
-mod operation;
-pub mod retry_test;
-mod server;
-mod uploads;
-pub mod wire;
+//! The fake itself: its configuration, the state one mutex guards, what it counts
+//! and reports per request, and what a test or a checker can read back.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -53,16 +8,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-pub use bucket::ObjectRecord;
-pub use clock::{ManualClock, SimClock, TokioClock, TurmoilClock};
-pub use faults::{Capacity, Fault, FaultPlan, FaultWindow, Ops, Outcome, PlanError, SlowLatency};
-pub use operation::Operation;
-pub use retry_test::Instruction;
-
-use bucket::Bucket;
-use faults::FaultEngine;
-use retry_test::RetryTests;
-use uploads::Uploads;
+use crate::bucket::Bucket;
+use crate::clock::SimClock;
+use crate::faults::{Fault, FaultEngine, FaultPlan, PlanError};
+use crate::retry_test::{Instruction, RetryTests};
+use crate::wire::{ObjectRecord, Operation, Sessions};
 
 /// Bounds on what the fake holds. Each has a default suited to both the long
 /// replays and ad-hoc use.
@@ -159,29 +109,30 @@ pub struct RequestEvent {
 /// A callback for every finished request (see [`FakeGcs::set_observer`]).
 pub type Observer = Arc<dyn Fn(&RequestEvent) + Send + Sync>;
 
-/// The Cloud Storage fake. See the [module docs](self).
+/// The Cloud Storage fake. See the [crate docs](crate).
 #[derive(Clone)]
 pub struct FakeGcs {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    clock: Arc<dyn SimClock>,
-    keep_bytes: bool,
-    auto_create_buckets: bool,
-    limits: Limits,
+pub(crate) struct Inner {
+    pub(crate) clock: Arc<dyn SimClock>,
+    pub(crate) keep_bytes: bool,
+    pub(crate) auto_create_buckets: bool,
+    pub(crate) limits: Limits,
     state: Mutex<State>,
     observer: Mutex<Option<Observer>>,
 }
 
 /// Everything the mutex guards.
-struct State {
-    buckets: BTreeMap<String, Bucket>,
-    faults: FaultEngine,
-    retry_tests: RetryTests,
-    uploads: Uploads,
-    last_generation: i64,
-    stats: FakeStats,
+pub(crate) struct State {
+    pub(crate) buckets: BTreeMap<String, Bucket>,
+    pub(crate) faults: FaultEngine,
+    pub(crate) retry_tests: RetryTests,
+    /// Resumable upload sessions; a completed one remembers its object.
+    pub(crate) uploads: Sessions<ObjectRecord>,
+    pub(crate) last_generation: i64,
+    pub(crate) stats: FakeStats,
 }
 
 impl fmt::Debug for FakeGcs {
@@ -209,7 +160,7 @@ impl FakeGcs {
             buckets,
             faults: FaultEngine::new(config.faults, config.seed),
             retry_tests: RetryTests::new(config.limits.max_retry_tests),
-            uploads: Uploads::new(config.limits.max_upload_sessions),
+            uploads: Sessions::new(config.limits.max_upload_sessions),
             last_generation: 0,
             stats: FakeStats::default(),
         };
@@ -225,18 +176,13 @@ impl FakeGcs {
         })
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock cannot leave the maps half-updated in a way
         // that matters more than losing the fake; keep serving.
         self.inner
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// The buckets, in name order.
-    pub fn buckets(&self) -> Vec<String> {
-        self.state().buckets.keys().cloned().collect()
     }
 
     /// The objects of `bucket` in name order (empty when there is no such bucket).
@@ -323,12 +269,7 @@ impl FakeGcs {
         self.state().retry_tests.create(by_name, "HTTP".into())
     }
 
-    /// Open (or finalized and remembered) resumable upload sessions.
-    pub fn upload_sessions(&self) -> usize {
-        self.state().uploads.len()
-    }
-
-    fn emit(&self, event: &RequestEvent) {
+    pub(crate) fn emit(&self, event: &RequestEvent) {
         let observer = self.observer_slot().clone();
         if let Some(observer) = observer {
             observer(event);

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use spool::alerts::{AlertRule, Condition, RULES, Sample};
 
-use crate::ledger::Told;
+use crate::ledger::Answers;
 use crate::recorder::HostSample;
 use crate::world::RunOutput;
 
@@ -30,18 +30,9 @@ pub struct Row {
     pub oldest_age_seconds: f64,
     /// Objects in the bucket.
     pub in_bucket: u64,
-    /// Writes issued in the interval.
-    pub writes: u64,
-    /// Callers told `Stored` in the interval.
-    pub stored: u64,
-    /// Callers told `Spooled`.
-    pub spooled: u64,
-    /// Callers told the spool was full.
-    pub rejected: u64,
-    /// Callers told of another error.
-    pub failed: u64,
-    /// Writes that became unknown at a crash.
-    pub unknown: u64,
+    /// Writes issued in the interval, and callers told in it (an answer counts in
+    /// the interval it was given; `unknown` at the crash).
+    pub told: Answers,
     /// Entries the drainers removed (delivered or already present).
     pub drained: u64,
     /// Requests the store received.
@@ -112,16 +103,8 @@ pub fn build(run: &RunOutput) -> Series {
 
     for h in run.ledger.hosts() {
         for w in &h.writes {
-            rows[row(at_ms(w.issued_ms))].writes += 1;
-            let r = &mut rows[row(at_ms(w.told_ms))];
-            match w.told {
-                Told::Stored => r.stored += 1,
-                Told::Spooled => r.spooled += 1,
-                Told::Rejected => r.rejected += 1,
-                Told::Failed => r.failed += 1,
-                Told::Unknown => r.unknown += 1,
-                Told::InFlight => {}
-            }
+            rows[row(at_ms(w.issued_ms))].told.writes += 1;
+            rows[row(at_ms(w.told_ms))].told.tell(w.told);
         }
     }
     let mut error_kinds = std::collections::BTreeSet::new();

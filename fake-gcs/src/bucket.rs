@@ -12,49 +12,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use super::wire::{self, Digests};
-
-/// What the fake knows about one stored object.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ObjectRecord {
-    /// The object name.
-    pub name: String,
-    /// Its generation (microseconds of wall time at creation, strictly increasing).
-    pub generation: i64,
-    /// Length in bytes.
-    pub size: u64,
-    /// CRC32C of the bytes.
-    pub crc32c: u32,
-    /// MD5 of the bytes.
-    pub md5: [u8; 16],
-    /// Wall time of creation, milliseconds since the Unix epoch.
-    pub created_unix_ms: u64,
-    /// The content type given at upload.
-    pub content_type: Cow<'static, str>,
-}
-
-impl ObjectRecord {
-    /// crc32c as the JSON API shows it (base64 of the big-endian u32).
-    pub fn crc32c_base64(&self) -> String {
-        wire::crc32c_base64(self.crc32c)
-    }
-
-    /// MD5 as the JSON API shows it (base64).
-    pub fn md5_base64(&self) -> String {
-        wire::md5_base64(&self.md5)
-    }
-
-    /// MD5 as lowercase hex (the XML API's ETag, without quotes).
-    pub fn md5_hex(&self) -> String {
-        wire::md5_hex(&self.md5)
-    }
-
-    /// Whether `bytes` are this object's contents (size, crc32c and MD5 agree).
-    pub fn matches(&self, bytes: &[u8]) -> bool {
-        let d = Digests::of(bytes);
-        self.size == bytes.len() as u64 && self.crc32c == d.crc32c && self.md5 == d.md5
-    }
-}
+use crate::wire::{ListPage, ObjectRecord};
 
 /// A stored object: its record without the name (the bucket's map key already holds
 /// it, and a long replay keeps millions), and the bytes when the fake keeps them.
@@ -112,39 +70,11 @@ impl StoredObject {
     }
 }
 
-/// Conditions a request puts on the object's current generation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Preconditions {
-    /// `ifGenerationMatch` / `x-goog-if-generation-match`: 0 means "only if absent".
-    pub(crate) if_generation_match: Option<i64>,
-    /// `ifGenerationNotMatch`.
-    pub(crate) if_generation_not_match: Option<i64>,
-}
-
-impl Preconditions {
-    /// Whether the conditions hold for an object whose live generation is `current`.
-    pub(crate) fn hold(&self, current: Option<i64>) -> bool {
-        let live = current.unwrap_or(0);
-        let matches = self.if_generation_match.is_none_or(|g| g == live);
-        let not_matches = self.if_generation_not_match.is_none_or(|g| g != live);
-        matches && not_matches
-    }
-}
-
 /// One bucket.
 #[derive(Debug, Clone)]
 pub(crate) struct Bucket {
     pub(crate) created_unix_ms: u64,
     pub(crate) objects: BTreeMap<String, StoredObject>,
-}
-
-/// One page of a listing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct ListPage {
-    pub(crate) objects: Vec<ObjectRecord>,
-    pub(crate) prefixes: Vec<String>,
-    /// Where the next page resumes (exclusive), when there is one.
-    pub(crate) resume_after: Option<String>,
 }
 
 /// Sorts after every name that starts with a given prefix (U+10FFFF is the largest
@@ -157,6 +87,15 @@ impl Bucket {
             created_unix_ms,
             objects: BTreeMap::new(),
         }
+    }
+
+    /// The largest name below `name`: where a listing that starts at `name`
+    /// (inclusive) resumes after.
+    pub(crate) fn last_before(&self, name: &str) -> Option<String> {
+        self.objects
+            .range::<str, _>((Bound::Unbounded, Bound::Excluded(name)))
+            .next_back()
+            .map(|(k, _)| k.clone())
     }
 
     /// Lists names starting with `prefix`, after `start_after` (exclusive), at most
@@ -234,27 +173,6 @@ mod tests {
 
     fn names(page: &ListPage) -> Vec<&str> {
         page.objects.iter().map(|o| o.name.as_str()).collect()
-    }
-
-    #[test]
-    fn preconditions_follow_cloud_storage() {
-        let absent = Preconditions {
-            if_generation_match: Some(0),
-            ..Default::default()
-        };
-        assert!(absent.hold(None));
-        assert!(!absent.hold(Some(5)));
-        let exact = Preconditions {
-            if_generation_match: Some(5),
-            ..Default::default()
-        };
-        assert!(exact.hold(Some(5)) && !exact.hold(Some(6)) && !exact.hold(None));
-        let not = Preconditions {
-            if_generation_not_match: Some(5),
-            ..Default::default()
-        };
-        assert!(!not.hold(Some(5)) && not.hold(Some(6)) && not.hold(None));
-        assert!(Preconditions::default().hold(None));
     }
 
     #[test]

@@ -9,9 +9,9 @@ use anyhow::Context;
 use serde::Serialize;
 
 use crate::checker::{self, Verdict};
+use crate::report::series;
 use crate::report::{self, Report};
 use crate::scenario::Scenario;
-use crate::series;
 use crate::world::{self, Options, RunOutput};
 
 /// What a finished run left behind.
@@ -78,7 +78,7 @@ pub fn run(
     let series = series::build(&output);
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let chart_files = if charts {
-        crate::charts::render_run(dir, &output, &series)?
+        crate::report::charts::render_run(dir, &output, &series)?
     } else {
         Vec::new()
     };

@@ -38,9 +38,10 @@ use plotters::prelude::*;
 use plotters::style::register_font;
 use plotters::style::text_anchor::{HPos, VPos};
 use plotters_backend::{BackendCoord, DrawingErrorKind};
+use spool::format;
 
+use crate::report::series::{AlertWindow, Row, Series};
 use crate::scenario::EventKind;
-use crate::series::{AlertWindow, Row, Series};
 use crate::world::RunOutput;
 
 /// Width of every chart, in pixels.
@@ -270,7 +271,7 @@ fn cap_entry(hosts: u64, caps: (f64, f64), shown: (bool, bool)) -> Entry {
         (true, false) => " (bytes cap above the chart)",
         (false, false) => " (above the charts)",
     };
-    let (files, bytes) = (grouped(caps.0 as u64), ByteUnit::human(caps.1));
+    let (files, bytes) = (format::count(caps.0 as u64), ByteUnit::human(caps.1));
     Entry::line(
         format!("cap{per}: {files} entries, {bytes}{off}"),
         LIMIT,
@@ -343,11 +344,13 @@ fn outcomes_chart(
 ) -> anyhow::Result<()> {
     type Pick = fn(&Row) -> u64;
     let kinds: [(&str, RGBColor, Pick); 6] = [
-        ("stored", STORED, |r| r.stored),
-        ("spooled", SPOOLED, |r| r.spooled),
-        ("refused (spool full)", REFUSED, |r| r.rejected),
-        ("failed", FAILED, |r| r.failed),
-        ("unknown (in flight when killed)", UNKNOWN, |r| r.unknown),
+        ("stored", STORED, |r| r.told.stored),
+        ("spooled", SPOOLED, |r| r.told.spooled),
+        ("refused (spool full)", REFUSED, |r| r.told.rejected),
+        ("failed", FAILED, |r| r.told.failed),
+        ("unknown (in flight when killed)", UNKNOWN, |r| {
+            r.told.unknown
+        }),
         ("drained", DRAINED, |r| r.drained),
     ];
     let lines = kinds
@@ -355,7 +358,7 @@ fn outcomes_chart(
         .map(|&(label, color, pick)| {
             let total: u64 = series.rows.iter().map(pick).sum();
             let points = rate(&series.rows, frame.sample, |r| pick(r) as f64);
-            let mut line = Line::new(&format!("{label}: {}", grouped(total)), color, points);
+            let mut line = Line::new(&format!("{label}: {}", format::count(total)), color, points);
             line.width = if color == REFUSED { 3 } else { 2 };
             line.dashed = color == DRAINED;
             line
@@ -373,7 +376,7 @@ fn store_chart(
 ) -> anyhow::Result<()> {
     let total: u64 = series.rows.iter().map(|r| r.store_requests).sum();
     let requests = rate(&series.rows, frame.sample, |r| r.store_requests as f64);
-    let label = format!("requests: {}", grouped(total));
+    let label = format!("requests: {}", format::count(total));
     let mut lines = vec![Line::new(&label, REQUESTS, requests)];
     for (i, kind) in series.error_kinds.iter().enumerate() {
         let count = |r: &Row| r.store_errors.get(kind).copied().unwrap_or(0);
@@ -381,7 +384,7 @@ fn store_chart(
         let points = rate(&series.rows, frame.sample, |r| count(r) as f64);
         // The last palette colour is the requests' blue.
         let color = PALETTE[i % (PALETTE.len() - 1)];
-        let label = format!("failed, {kind}: {}", grouped(total));
+        let label = format!("failed, {kind}: {}", format::count(total));
         lines.push(Line::new(&label, color, points));
     }
     rates_chart(path, &frame.title(title), frame, "requests/s", lines)
@@ -674,7 +677,7 @@ impl Clock {
         let end_ms = start_ms + (span * 1000.0) as u64;
         let style = if span < 600.0 {
             ClockStyle::Seconds
-        } else if rfc3339(start_ms)[..10] == rfc3339(end_ms)[..10] {
+        } else if format::rfc3339_seconds(start_ms)[..10] == format::rfc3339_seconds(end_ms)[..10] {
             ClockStyle::Minutes
         } else {
             ClockStyle::Dated
@@ -705,7 +708,7 @@ impl Clock {
 
     /// The tick label at `t` seconds from the start.
     fn label(&self, t: f64) -> String {
-        let text = rfc3339(self.start_ms + (t.max(0.0) * 1000.0).round() as u64);
+        let text = format::rfc3339_seconds(self.start_ms + (t.max(0.0) * 1000.0).round() as u64);
         match self.style {
             ClockStyle::Seconds => text[11..19].to_string(),
             ClockStyle::Minutes => text[11..16].to_string(),
@@ -717,18 +720,16 @@ impl Clock {
 
     /// The axis description, with the date when the ticks do not show it.
     fn desc(&self) -> String {
-        let (first, last) = (rfc3339(self.start_ms), rfc3339(self.end_ms));
+        let (first, last) = (
+            format::rfc3339_seconds(self.start_ms),
+            format::rfc3339_seconds(self.end_ms),
+        );
         match self.style {
             ClockStyle::Dated => "time (UTC)".to_string(),
             _ if first[..10] == last[..10] => format!("time (UTC) on {}", &first[..10]),
             _ => format!("time (UTC) from {} to {}", &first[..10], &last[..10]),
         }
     }
-}
-
-/// `2026-10-08T10:00:00Z` for milliseconds since the epoch.
-fn rfc3339(ms: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }
 
 fn month(number: &str) -> &'static str {
@@ -1417,19 +1418,6 @@ fn trimmed(v: f64, decimals: usize) -> String {
     if s == "-0" { "0".to_string() } else { s }
 }
 
-/// `12,345`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// A binary byte unit for an axis.
 struct ByteUnit {
     name: &'static str,
@@ -1499,8 +1487,6 @@ mod tests {
         assert_eq!(number(150.0), "150");
         assert_eq!(number(12_500.0), "12.5k");
         assert_eq!(number(1_500_000.0), "1.5M");
-        assert_eq!(grouped(1_234_567), "1,234,567");
-        assert_eq!(grouped(12), "12");
         assert_eq!(ByteUnit::human(5.0 * 1_048_576.0), "5 MiB");
         assert_eq!(TimeUnit::human(900.0), "15 min");
     }

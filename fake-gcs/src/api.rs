@@ -1,0 +1,439 @@
+//! The JSON and XML APIs applied to the fake's state: one request, under the lock,
+//! with its whole body in hand. Parsing and answering are the wire layer's
+//! ([`crate::wire`]); what is here is the bucket side: does the bucket exist, do the
+//! preconditions hold against the live generation, what is stored, listed, read
+//! or deleted.
+
+use bytes::Bytes;
+use http::HeaderMap;
+
+use crate::bucket::{Bucket, StoredObject};
+use crate::fake::{FakeGcs, State};
+use crate::handler::Target;
+use crate::wire::{
+    self, Api, Declared, ListQuery, ObjectRecord, Preconditions, Progress, Query, Rejection, Reply,
+    RequestHead, Route, Session, Upload, UploadKind, error_reply, etag_matches, header,
+    resolve_range,
+};
+
+/// What serving a request did: the reply and, for the request log, whether it wrote
+/// an object and the bucket and object it turned out to name (a multipart upload
+/// names its object in the body, a resumable session's requests name neither).
+#[derive(Debug)]
+pub(crate) struct Served {
+    pub(crate) reply: Reply,
+    pub(crate) committed: bool,
+    pub(crate) bucket: Option<String>,
+    pub(crate) object: Option<String>,
+}
+
+impl From<Reply> for Served {
+    fn from(reply: Reply) -> Self {
+        Served {
+            reply,
+            committed: false,
+            bucket: None,
+            object: None,
+        }
+    }
+}
+
+const NO_SESSION: &str = "No such upload session.";
+
+impl FakeGcs {
+    /// Serves `target` with `data` against the state, under the lock.
+    pub(crate) fn serve(
+        &self,
+        target: &Target,
+        headers: &HeaderMap,
+        query: &Query,
+        data: Bytes,
+    ) -> Served {
+        let now_ms = self.inner.clock.now_unix_ms();
+        let base = format!("http://{}", header(headers, "host").unwrap_or("localhost"));
+        let mut state = self.state();
+        let mut ctx = Ctx {
+            fake: self,
+            state: &mut state,
+            headers,
+            query,
+            base,
+            now_ms,
+        };
+        match target {
+            Target::Control(control) => ctx.state.retry_tests.answer(control, &data).into(),
+            Target::Api(route) => {
+                let api = route.api();
+                ctx.route(route, data)
+                    .unwrap_or_else(|rejection| rejection.reply(api).into())
+            }
+        }
+    }
+}
+
+/// One request against the state.
+struct Ctx<'a> {
+    fake: &'a FakeGcs,
+    state: &'a mut State,
+    headers: &'a HeaderMap,
+    query: &'a Query,
+    /// `http://host:port` as the client addressed us, for links we hand out.
+    base: String,
+    now_ms: u64,
+}
+
+impl Ctx<'_> {
+    /// Serves `route`; a rejection is answered in the route's API.
+    fn route(&mut self, route: &Route, data: Bytes) -> Result<Served, Rejection> {
+        let request = RequestHead {
+            query: self.query,
+            headers: self.headers,
+        };
+        Ok(match route {
+            Route::BucketsList => self.buckets_list().into(),
+            Route::BucketGet { bucket } => self.bucket_get(bucket)?.into(),
+            Route::ObjectList { api, bucket } => self.list(*api, bucket)?.into(),
+            Route::ObjectGet {
+                api,
+                bucket,
+                name,
+                media,
+                head,
+            } => self.get(*api, bucket, name, *media, *head)?.into(),
+            Route::ObjectDelete { bucket, name, .. } => self.delete(bucket, name)?.into(),
+            Route::Upload { bucket, kind } => match kind {
+                UploadKind::Media => self.store(Upload::media(bucket, request, data)?)?,
+                UploadKind::Multipart => self.store(Upload::multipart(bucket, request, data)?)?,
+                UploadKind::Resumable => self.start_resumable(bucket, request, &data)?,
+            },
+            Route::ResumableChunk { upload_id } => self.resumable_chunk(upload_id, data)?,
+            Route::ResumableCancel { upload_id } => match self.state.uploads.remove(upload_id) {
+                Some(_) => Reply::new(499).into(),
+                None => return Err(Rejection::status(404, NO_SESSION)),
+            },
+            Route::XmlPut { bucket, name } => {
+                self.store(Upload::xml_put(bucket, name, request, data)?)?
+            }
+            Route::Invalid {
+                status, message, ..
+            } => return Err(Rejection::status(*status, message.clone())),
+        })
+    }
+
+    /// Whether the bucket exists, creating it first when the fake creates buckets on
+    /// demand.
+    fn bucket(&mut self, name: &str) -> bool {
+        self.ensure_bucket(name);
+        self.state.buckets.contains_key(name)
+    }
+
+    fn ensure_bucket(&mut self, name: &str) {
+        if self.fake.inner.auto_create_buckets && !self.state.buckets.contains_key(name) {
+            self.state
+                .buckets
+                .insert(name.to_string(), Bucket::new(self.now_ms));
+        }
+    }
+
+    fn buckets_list(&self) -> Reply {
+        let items = self
+            .state
+            .buckets
+            .iter()
+            .map(|(name, b)| wire::bucket_resource(&self.base, name, b.created_unix_ms))
+            .collect();
+        Reply::json(200, &wire::bucket_list(items))
+    }
+
+    fn bucket_get(&mut self, bucket: &str) -> Result<Reply, Rejection> {
+        if !self.bucket(bucket) {
+            return Err(Rejection::NoSuchBucket(bucket.to_string()));
+        }
+        let created = self.state.buckets[bucket].created_unix_ms;
+        Ok(Reply::json(
+            200,
+            &wire::bucket_resource(&self.base, bucket, created),
+        ))
+    }
+
+    fn list(&mut self, api: Api, bucket: &str) -> Result<Reply, Rejection> {
+        let max_limit = self.fake.inner.limits.max_list_results.max(1);
+        let query = ListQuery::parse(api, self.query, max_limit)?;
+        if !self.bucket(bucket) {
+            return Err(Rejection::NoSuchBucket(bucket.to_string()));
+        }
+        let b = &self.state.buckets[bucket];
+        // An inclusive start resumes after the largest name below it.
+        let after = (query.after.clone()).or_else(|| b.last_before(query.from.as_deref()?));
+        let page = b.list(
+            &query.prefix,
+            query.delimiter.as_deref(),
+            after.as_deref(),
+            query.max,
+        );
+        Ok(page.reply(api, &self.base, bucket, &query))
+    }
+
+    fn get(
+        &mut self,
+        api: Api,
+        bucket: &str,
+        name: &str,
+        media: bool,
+        head: bool,
+    ) -> Result<Reply, Rejection> {
+        let (record, bytes) = self.find(bucket, name)?;
+        if !media {
+            return Ok(Reply::json(200, &record.json_resource(&self.base, bucket)));
+        }
+        let etag = record.etag(api);
+        if api == Api::Xml
+            && let Some(reply) = self.etag_conditions(&etag)?
+        {
+            return Ok(reply);
+        }
+        self.download(api, &record, bytes.as_ref(), etag, head)
+    }
+
+    /// The live object `bucket/name` and its bytes (when kept), if it is the
+    /// generation asked for and the preconditions hold.
+    fn find(
+        &mut self,
+        bucket: &str,
+        name: &str,
+    ) -> Result<(ObjectRecord, Option<Bytes>), Rejection> {
+        let pre = Preconditions::parse(self.query, self.headers)?;
+        let generation = self.query.get("generation");
+        if !self.bucket(bucket) {
+            return Err(Rejection::NoSuchBucket(bucket.to_string()));
+        }
+        let no_such_object = || Rejection::NoSuchObject {
+            bucket: bucket.to_string(),
+            name: name.to_string(),
+        };
+        let object = self.state.buckets[bucket]
+            .objects
+            .get(name)
+            .ok_or_else(no_such_object)?;
+        if generation.is_some_and(|g| g != object.generation.to_string()) {
+            return Err(no_such_object());
+        }
+        if !pre.hold(Some(object.generation)) {
+            return Err(Rejection::PreconditionFailed);
+        }
+        Ok((object.record(name), object.bytes.clone()))
+    }
+
+    /// `If-Match` (412 unless it matches) and `If-None-Match` (304 when it matches)
+    /// against the XML ETag.
+    fn etag_conditions(&self, etag: &str) -> Result<Option<Reply>, Rejection> {
+        if let Some(if_match) = header(self.headers, "if-match")
+            && !etag_matches(if_match, etag)
+        {
+            return Err(Rejection::PreconditionFailed);
+        }
+        if let Some(if_none_match) = header(self.headers, "if-none-match")
+            && etag_matches(if_none_match, etag)
+        {
+            let mut reply = Reply::new(304).header("etag", etag);
+            reply.head_len = Some(0);
+            return Ok(Some(reply));
+        }
+        Ok(None)
+    }
+
+    /// The bytes of `r` (all, or the `Range` asked for), or for `HEAD` its headers
+    /// alone. 501 when the fake keeps no bytes.
+    fn download(
+        &self,
+        api: Api,
+        r: &ObjectRecord,
+        bytes: Option<&Bytes>,
+        etag: String,
+        head: bool,
+    ) -> Result<Reply, Rejection> {
+        let range = match header(self.headers, "range") {
+            None => None,
+            Some(value) => match resolve_range(value, r.size) {
+                Some(range) => Some(range),
+                None => {
+                    return Ok(error_reply(
+                        api,
+                        416,
+                        Some("The requested range cannot be satisfied."),
+                    )
+                    .header("content-range", format!("bytes */{}", r.size)));
+                }
+            },
+        };
+        let mut reply = Reply::new(if range.is_some() { 206 } else { 200 })
+            .header("content-type", r.content_type.to_string())
+            .object_headers(r, etag)
+            .header("x-goog-storage-class", "STANDARD")
+            .header("accept-ranges", "bytes");
+        let (start, end) = range.unwrap_or((0, r.size.saturating_sub(1)));
+        if let Some((start, end)) = range {
+            reply = reply.header("content-range", format!("bytes {start}-{end}/{}", r.size));
+        }
+        let len = if r.size == 0 { 0 } else { end - start + 1 };
+        if head {
+            reply.head_len = Some(len);
+            return Ok(reply);
+        }
+        match bytes {
+            Some(bytes) if len > 0 => Ok(reply.body(bytes.slice(start as usize..=end as usize))),
+            Some(_) => Ok(reply),
+            None => Err(Rejection::status(
+                501,
+                "This fake keeps only digests of objects (keep_bytes is off); \
+                 run it with --keep-bytes to download contents.",
+            )),
+        }
+    }
+
+    fn delete(&mut self, bucket: &str, name: &str) -> Result<Reply, Rejection> {
+        let pre = Preconditions::parse(self.query, self.headers)?;
+        self.ensure_bucket(bucket);
+        let state = &mut *self.state;
+        let Some(b) = state.buckets.get_mut(bucket) else {
+            return Err(Rejection::NoSuchBucket(bucket.to_string()));
+        };
+        let Some(object) = b.objects.get(name) else {
+            return Err(Rejection::NoSuchObject {
+                bucket: bucket.to_string(),
+                name: name.to_string(),
+            });
+        };
+        if !pre.hold(Some(object.generation)) {
+            state.stats.precondition_failures += 1;
+            return Err(Rejection::PreconditionFailed);
+        }
+        b.objects.remove(name);
+        Ok(Reply::new(204))
+    }
+
+    /// Stores `upload` if the bucket exists, the declared digests match and the
+    /// preconditions hold.
+    fn store(&mut self, upload: Upload) -> Result<Served, Rejection> {
+        self.ensure_bucket(&upload.bucket);
+        let keep_bytes = self.fake.inner.keep_bytes;
+        let now_ms = self.now_ms;
+        let state = &mut *self.state;
+        let Some(b) = state.buckets.get_mut(&upload.bucket) else {
+            return Err(Rejection::NoSuchBucket(upload.bucket));
+        };
+        let digests = upload.digests()?;
+        let current = b.objects.get(&upload.name).map(|o| o.generation);
+        if !upload.preconditions.hold(current) {
+            state.stats.precondition_failures += 1;
+            // The log names the object a refused write was for.
+            return Ok(Served {
+                object: Some(upload.name),
+                ..Rejection::PreconditionFailed.reply(upload.api).into()
+            });
+        }
+        let generation = (state.last_generation + 1).max(now_ms as i64 * 1000);
+        state.last_generation = generation;
+        let record = ObjectRecord {
+            name: upload.name,
+            generation,
+            size: upload.data.len() as u64,
+            crc32c: digests.crc32c,
+            md5: digests.md5,
+            created_unix_ms: now_ms,
+            content_type: upload.content_type,
+        };
+        let (key, stored) = StoredObject::new(record.clone(), keep_bytes.then_some(upload.data));
+        b.objects.insert(key, stored);
+        state.stats.objects_committed += 1;
+        Ok(Served {
+            reply: wire::uploaded(upload.api, &self.base, &upload.bucket, &record),
+            committed: true,
+            bucket: None,
+            object: Some(record.name),
+        })
+    }
+
+    /// Opens a resumable session, if the bucket exists and the preconditions hold
+    /// now (they are checked again when the upload completes).
+    fn start_resumable(
+        &mut self,
+        bucket: &str,
+        head: RequestHead<'_>,
+        body: &[u8],
+    ) -> Result<Served, Rejection> {
+        let upload = Upload::resumable(bucket, head, body)?;
+        if !self.bucket(bucket) {
+            return Err(Rejection::NoSuchBucket(bucket.to_string()));
+        }
+        let b = &self.state.buckets[bucket];
+        if !upload
+            .preconditions
+            .hold(b.objects.get(&upload.name).map(|o| o.generation))
+        {
+            self.state.stats.precondition_failures += 1;
+            return Err(Rejection::PreconditionFailed);
+        }
+        let name = upload.name.clone();
+        let id = self.state.uploads.open(Session::new(upload));
+        Ok(Served {
+            object: Some(name.clone()),
+            ..wire::started(&self.base, bucket, &name, &id).into()
+        })
+    }
+
+    /// One request of a resumable session: a chunk, the last one (which stores the
+    /// object), or a status query. A completed session answers with its object
+    /// again.
+    fn resumable_chunk(&mut self, upload_id: &str, data: Bytes) -> Result<Served, Rejection> {
+        let max_bytes = self.fake.inner.limits.max_request_bytes;
+        let content_range = header(self.headers, "content-range");
+        let declared_now = Declared::from_headers(self.headers);
+        let Some(session) = self.state.uploads.get_mut(upload_id) else {
+            return Err(Rejection::status(404, NO_SESSION));
+        };
+        let (bucket, name) = (session.upload.bucket.clone(), session.upload.name.clone());
+        let served = if let Some(record) = &session.finalized {
+            Reply::json(200, &record.json_resource(&self.base, &bucket)).into()
+        } else {
+            match session.accept(content_range, &data, max_bytes) {
+                Err(rejection) => rejection.reply(Api::Json).into(),
+                Ok(Progress::Incomplete) => wire::incomplete(upload_id, session.received()).into(),
+                Ok(Progress::Complete) => self.finalize(upload_id, declared_now),
+            }
+        };
+        // The request log names the session's object: the path names none.
+        Ok(Served {
+            bucket: Some(bucket),
+            object: Some(name),
+            ..served
+        })
+    }
+
+    /// Stores a session's completed upload; the session then remembers the object,
+    /// or is forgotten when the upload was refused.
+    fn finalize(&mut self, upload_id: &str, declared_now: Declared) -> Served {
+        let Some(session) = self.state.uploads.get_mut(upload_id) else {
+            return Rejection::status(404, NO_SESSION).reply(Api::Json).into();
+        };
+        let upload = session.complete(declared_now);
+        let (bucket, name) = (upload.bucket.clone(), upload.name.clone());
+        let served = self
+            .store(upload)
+            .unwrap_or_else(|rejection| rejection.reply(Api::Json).into());
+        if served.committed {
+            let record = self
+                .state
+                .buckets
+                .get(&bucket)
+                .and_then(|b| b.objects.get(&name))
+                .map(|o| o.record(&name));
+            if let Some(session) = self.state.uploads.get_mut(upload_id) {
+                session.finalized = record;
+            }
+        } else {
+            self.state.uploads.remove(upload_id);
+        }
+        served
+    }
+}

@@ -1,0 +1,467 @@
+//! Serves one HTTP request: routes it, decides its fault, moves its body as the
+//! fault says, has the API answer it under the lock with the whole body in hand
+//! ([`crate::api`]), and records what happened (statistics, a `tracing` event, the
+//! observer).
+//!
+//! A request that must end without a response returns [`Dropped`]; hyper then closes
+//! the connection without writing anything.
+
+use std::io;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, Method, Request, Response, Uri};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Body, Frame, Incoming};
+
+use crate::api::Served;
+use crate::fake::{FakeGcs, RequestEvent};
+use crate::faults::{Action, Fault};
+use crate::retry_test::{Control, UnknownTest};
+use crate::wire::{Api, Operation, Query, Reply, Route, error_reply, header};
+
+/// The body of every response the fake sends.
+pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, io::Error>;
+
+/// The request ended by dropping the connection, without a response.
+#[derive(Debug)]
+pub(crate) struct Dropped(&'static str);
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "connection dropped: {}", self.0)
+    }
+}
+
+impl std::error::Error for Dropped {}
+
+/// What a request asks of the fake: its control API, or Cloud Storage's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    Control(Control),
+    Api(Route),
+}
+
+impl Target {
+    fn parse(method: &Method, uri: &Uri, query: &Query) -> Self {
+        match Control::parse(method, uri.path()) {
+            Some(Ok(control)) => Target::Control(control),
+            Some(Err(not_found)) => Target::Api(not_found),
+            None => Target::Api(Route::parse(method, uri, query)),
+        }
+    }
+
+    fn operation(&self) -> Operation {
+        match self {
+            Target::Control(_) => Operation::RetryTest,
+            Target::Api(route) => route.operation(),
+        }
+    }
+
+    fn api(&self) -> Api {
+        match self {
+            Target::Control(_) => Api::Json,
+            Target::Api(route) => route.api(),
+        }
+    }
+}
+
+/// Serves one request (hyper's service function).
+pub(crate) async fn handle(
+    fake: FakeGcs,
+    req: Request<Incoming>,
+) -> Result<Response<ResponseBody>, Dropped> {
+    let at = fake.inner.clock.elapsed();
+    let (parts, body) = req.into_parts();
+    let query = Query::parse(parts.uri.query());
+    let target = Target::parse(&parts.method, &parts.uri, &query);
+    let api = target.api();
+    let mut track = Track::new(&fake, at, &target);
+    let mut body = RequestBody::new(body, fake.inner.limits.max_request_bytes);
+    let (after, data) = match prepare(&fake, &mut track, &parts.headers, &mut body, api).await {
+        Ok(prepared) => prepared,
+        Err(Early::Respond(reply)) => return Ok(track.respond(reply.into(), None)),
+        Err(Early::Drop(why)) => return Err(track.drop_connection(why)),
+    };
+    let served = fake.serve(&target, &parts.headers, &query, data);
+    finish(after, served, track, api).await
+}
+
+/// How a request ends before the API serves it.
+enum Early {
+    /// With this reply.
+    Respond(Reply),
+    /// By dropping the connection, for this reason.
+    Drop(&'static str),
+}
+
+/// Decides the request's fault, applies what the fault does before serving, and
+/// reads the body: what to do after serving, and the body.
+async fn prepare(
+    fake: &FakeGcs,
+    track: &mut Track,
+    headers: &HeaderMap,
+    body: &mut RequestBody,
+    api: Api,
+) -> Result<(After, Bytes), Early> {
+    let test_id = header(headers, "x-retry-test-id");
+    let action = match fake.arrive(track.operation, track.object.as_deref(), test_id, track.at) {
+        Ok(decision) => decision.map(|(fault, action)| {
+            track.fault = Some(fault);
+            action
+        }),
+        Err(UnknownTest) => {
+            let message = format!("unknown x-retry-test-id {:?}", test_id.unwrap_or(""));
+            return Err(Early::Respond(error_reply(api, 400, Some(&message))));
+        }
+    };
+    let after = match action {
+        None => After::Nothing,
+        Some(action) => before_serving(action, body, api).await?,
+    };
+    let data = match body.read_to_end().await {
+        Ok(data) => data,
+        Err(BodyError::Broken) => return Err(Early::Drop("request body broke")),
+        Err(BodyError::TooLarge) => {
+            let message = format!(
+                "the request body exceeds the fake's limit of {} bytes",
+                body.limit
+            );
+            let reply = error_reply(api, 413, Some(&message)).header("connection", "close");
+            return Err(Early::Respond(reply));
+        }
+    };
+    Ok((after, data))
+}
+
+/// What a fault does before the request is served: end it early, delay it, or
+/// leave a mark for after serving. A fault on a request with a body acts on the
+/// body; on one without, on the response.
+async fn before_serving(action: Action, body: &mut RequestBody, api: Api) -> Result<After, Early> {
+    let has_body = body.has_body;
+    match action {
+        Action::Reset => return Err(Early::Drop("reset")),
+        Action::Hang(hold) => {
+            tokio::time::sleep(hold).await;
+            return Err(Early::Drop("hang"));
+        }
+        Action::Respond(status) => {
+            if body.read_to_end().await.is_err() {
+                return Err(Early::Drop("request body broke"));
+            }
+            return Err(Early::Respond(error_reply(api, status, None)));
+        }
+        Action::RespondAfter { status, after } if has_body => {
+            if matches!(body.fill(after).await, Err(BodyError::Broken)) {
+                return Err(Early::Drop("request body broke"));
+            }
+            let reply = error_reply(api, status, None).header("connection", "close");
+            return Err(Early::Respond(reply));
+        }
+        Action::RespondAfter { after, .. } => return Ok(After::Cut { after: Some(after) }),
+        Action::Stall {
+            after,
+            hold,
+            resume,
+        } if has_body => {
+            let _ = body.fill(after).await;
+            tokio::time::sleep(hold).await;
+            if !resume {
+                return Err(Early::Drop("stall"));
+            }
+        }
+        Action::Stall {
+            after,
+            hold,
+            resume,
+        } => {
+            return Ok(After::Stall {
+                after,
+                hold,
+                resume,
+            });
+        }
+        Action::BrokenStream { after } if has_body => {
+            let _ = body.fill(after.unwrap_or(u64::MAX)).await;
+            return Err(Early::Drop("broken stream"));
+        }
+        Action::BrokenStream { after } => return Ok(After::Cut { after }),
+        Action::Slow(latency) => tokio::time::sleep(latency).await,
+        Action::CommitThen503 => return Ok(After::Replace503),
+        Action::CommitThenHang(hold) => return Ok(After::Hold(hold)),
+    }
+    Ok(After::Nothing)
+}
+
+/// Sends what the API served, as the fault decided before serving.
+async fn finish(
+    after: After,
+    served: Served,
+    mut track: Track,
+    api: Api,
+) -> Result<Response<ResponseBody>, Dropped> {
+    match after {
+        After::Nothing => Ok(track.respond(served, None)),
+        After::Replace503 => {
+            track.committed |= served.committed;
+            let failed = Served {
+                reply: error_reply(api, 503, None),
+                committed: false,
+                ..served
+            };
+            Ok(track.respond(failed, None))
+        }
+        After::Hold(hold) => {
+            track.committed |= served.committed;
+            tokio::time::sleep(hold).await;
+            Err(track.drop_connection("commit then hang"))
+        }
+        After::Cut { .. } | After::Stall { .. } if served.reply.body.is_empty() => {
+            // Nothing to cut: the stream breaks before the response.
+            track.committed |= served.committed;
+            Err(track.drop_connection("broken stream"))
+        }
+        After::Cut { after } => {
+            let cut = after.map_or(served.reply.body.len() / 2, |a| a as usize);
+            let body = cut_body(served.reply.body.clone(), cut, None, false);
+            Ok(track.respond(served, Some(body)))
+        }
+        After::Stall {
+            after,
+            hold,
+            resume,
+        } => {
+            let body = cut_body(
+                served.reply.body.clone(),
+                after as usize,
+                Some(hold),
+                resume,
+            );
+            Ok(track.respond(served, Some(body)))
+        }
+    }
+}
+
+fn full_body(bytes: Bytes) -> ResponseBody {
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// A response body that sends `after` bytes, optionally waits `hold`, then either
+/// sends the rest (`resume`) or fails, which makes hyper drop the connection.
+fn cut_body(bytes: Bytes, after: usize, hold: Option<Duration>, resume: bool) -> ResponseBody {
+    let after = after.min(bytes.len());
+    let head = bytes.slice(..after);
+    let tail = bytes.slice(after..);
+    let first = futures::stream::iter((!head.is_empty()).then(|| Ok(Frame::data(head))));
+    let rest = futures::stream::once(async move {
+        if let Some(hold) = hold {
+            tokio::time::sleep(hold).await;
+        }
+        if resume {
+            Ok(Frame::data(tail))
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "fault injected: broken stream",
+            ))
+        }
+    });
+    use futures::StreamExt as _;
+    StreamBody::new(first.chain(rest)).boxed_unsync()
+}
+
+/// Reads a request body incrementally, bounded by `limit` bytes.
+struct RequestBody {
+    body: Incoming,
+    buf: BytesMut,
+    /// Whether the request has a body at all.
+    has_body: bool,
+    done: bool,
+    limit: u64,
+}
+
+enum BodyError {
+    TooLarge,
+    Broken,
+}
+
+impl RequestBody {
+    fn new(body: Incoming, limit: u64) -> Self {
+        let done = body.is_end_stream();
+        Self {
+            body,
+            buf: BytesMut::new(),
+            has_body: !done,
+            done,
+            limit,
+        }
+    }
+
+    /// Reads until at least `want` bytes are buffered or the body ends.
+    async fn fill(&mut self, want: u64) -> Result<(), BodyError> {
+        while !self.done && (self.buf.len() as u64) < want {
+            match self.body.frame().await {
+                None => self.done = true,
+                Some(Err(_)) => return Err(BodyError::Broken),
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        if (self.buf.len() + data.len()) as u64 > self.limit {
+                            return Err(BodyError::TooLarge);
+                        }
+                        self.buf.extend_from_slice(&data);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn read_to_end(&mut self) -> Result<Bytes, BodyError> {
+        self.fill(u64::MAX).await?;
+        Ok(self.buf.split().freeze())
+    }
+}
+
+/// Records one request's fate and reports it when dropped: exactly one event per
+/// request, also when hyper drops the request mid-way.
+struct Track {
+    fake: FakeGcs,
+    at: Duration,
+    operation: Operation,
+    bucket: Option<String>,
+    object: Option<String>,
+    fault: Option<Fault>,
+    status: Option<u16>,
+    committed: bool,
+    dropped: Option<&'static str>,
+}
+
+impl Track {
+    fn new(fake: &FakeGcs, at: Duration, target: &Target) -> Self {
+        let route = match target {
+            Target::Api(route) => Some(route),
+            Target::Control(_) => None,
+        };
+        Track {
+            fake: fake.clone(),
+            at,
+            operation: target.operation(),
+            bucket: route.and_then(Route::bucket).map(str::to_string),
+            object: route.and_then(Route::object).map(str::to_string),
+            fault: None,
+            status: None,
+            committed: false,
+            dropped: None,
+        }
+    }
+
+    fn respond(mut self, served: Served, body: Option<ResponseBody>) -> Response<ResponseBody> {
+        self.status = Some(served.reply.status);
+        self.committed |= served.committed;
+        if served.bucket.is_some() {
+            self.bucket = served.bucket;
+        }
+        if served.object.is_some() {
+            self.object = served.object;
+        }
+        let reply = served.reply;
+        let body = body.unwrap_or_else(|| full_body(reply.body.clone()));
+        reply.into_response(body)
+    }
+
+    fn drop_connection(mut self, why: &'static str) -> Dropped {
+        self.status = None;
+        self.dropped = Some(why);
+        Dropped(why)
+    }
+}
+
+impl Drop for Track {
+    fn drop(&mut self) {
+        let took = self.fake.inner.clock.elapsed().saturating_sub(self.at);
+        let fault = self.fault.as_ref().map(Fault::label);
+        tracing::info!(
+            target: "fake_gcs",
+            op = self.operation.name(),
+            bucket = self.bucket.as_deref().unwrap_or(""),
+            object = self.object.as_deref().unwrap_or(""),
+            fault = fault.as_deref().unwrap_or("none"),
+            status = self.status.map_or_else(|| "dropped".to_string(), |s| s.to_string()),
+            took_ms = took.as_millis() as u64,
+            dropped = self.dropped.unwrap_or(""),
+            "request"
+        );
+        {
+            let mut state = self.fake.state();
+            match self.status {
+                Some(status) => *state.stats.by_status.entry(status).or_default() += 1,
+                None => state.stats.dropped += 1,
+            }
+        }
+        let event = RequestEvent {
+            at: self.at,
+            took,
+            operation: self.operation,
+            bucket: self.bucket.take(),
+            object: self.object.take(),
+            fault: self.fault.take(),
+            status: self.status,
+            committed: self.committed,
+        };
+        self.fake.emit(&event);
+    }
+}
+
+/// What to do after serving normally.
+enum After {
+    Nothing,
+    Replace503,
+    Hold(Duration),
+    Cut {
+        after: Option<u64>,
+    },
+    Stall {
+        after: u64,
+        hold: Duration,
+        resume: bool,
+    },
+}
+
+impl FakeGcs {
+    /// Counts the request and decides its fault, in one critical section.
+    fn arrive(
+        &self,
+        op: Operation,
+        object: Option<&str>,
+        test_id: Option<&str>,
+        at: Duration,
+    ) -> Result<Option<(Fault, Action)>, UnknownTest> {
+        let mut state = self.state();
+        state.stats.requests += 1;
+        *state
+            .stats
+            .by_operation
+            .entry(op.name().to_string())
+            .or_default() += 1;
+        if !op.is_faultable() {
+            return Ok(None);
+        }
+        let decision = match state.retry_tests.next(test_id, op)? {
+            Some(instruction) => Some((
+                Fault::Scripted(instruction),
+                Action::from_instruction(&instruction),
+            )),
+            None => state.faults.decide(op, object, at),
+        };
+        if let Some((fault, _)) = &decision {
+            *state.stats.by_fault.entry(fault.label()).or_default() += 1;
+            if matches!(fault, Fault::Shed { .. }) {
+                state.stats.shed += 1;
+            }
+        }
+        Ok(decision)
+    }
+}

@@ -1,0 +1,81 @@
+//! A Cloud Storage fake that real clients accept and that fails on a seeded schedule.
+//!
+//! [`FakeGcs`] owns the buckets, the fault model and the statistics; it is cheap to
+//! clone (an `Arc` inside) and is built outside any runtime, so its state outlives
+//! the simulated hosts that serve it, when they crash or bounce. Serve it on a real
+//! port with [`FakeGcs::serve_tcp`], or on any other byte stream (a simulated
+//! network's, an in-memory pipe) with [`FakeGcs::serve_connection`]; the `fake-gcs`
+//! binary ([`cli`]) does the former. It knows nothing of the spool or of any
+//! simulator: time comes in through [`SimClock`].
+//!
+//! ## What it speaks
+//!
+//! - JSON API: uploads (`POST /upload/storage/v1/b/{b}/o` with `uploadType=media`,
+//!   `multipart` (chunked bodies accepted) and `resumable` (then `PUT`s with
+//!   `Content-Range`)); `GET /storage/v1/b/{b}/o/{o}` (metadata, `alt=media` for
+//!   bytes, also under `/download/...`); `GET /storage/v1/b/{b}/o` (list: `prefix`,
+//!   `delimiter`, `maxResults`, `pageToken`); `GET /storage/v1/b[/{b}]`; `DELETE`.
+//! - XML API: `PUT`/`GET`/`HEAD`/`DELETE /{b}/{o}` (percent-decoded names; `ETag` =
+//!   quoted hex MD5; `x-goog-generation`, `x-goog-hash`, `Last-Modified`; `Range`,
+//!   `If-Match`, `If-None-Match`) and `GET /{b}?list-type=2` (what `object_store`
+//!   lists with).
+//! - Preconditions on every write (`ifGenerationMatch`, `ifGenerationNotMatch`,
+//!   `x-goog-if-generation-match`): 412 with Cloud Storage's JSON or XML error body.
+//! - Declared digests (`x-goog-hash`, multipart metadata `crc32c`/`md5Hash`,
+//!   `Content-MD5`) are checked: a mismatch is 400 and nothing is stored.
+//! - The storage-testbench control API (`/retry_test`, `x-retry-test-id`), see
+//!   [`Instruction`].
+//!
+//! ## Design constraints
+//!
+//! - One mutex guards all state; it is never held across an await. Request bodies
+//!   are read before the lock is taken, so a write and its precondition check are
+//!   atomic.
+//! - Per object about 100 bytes plus the name, and the bytes only with
+//!   [`FakeGcsConfig::keep_bytes`]. Request bodies are bounded by
+//!   [`Limits::max_request_bytes`] (default 64 MiB).
+//! - Every random choice comes from one seeded RNG ([`FaultPlan`]); time comes from a
+//!   [`SimClock`]. No real time, no hash-map iteration.
+//! - A held request (hang, stall) is released after its window's `hang_for` (default
+//!   10 min), so held tasks cannot pile up without bound.
+//!
+//! ## Layout
+//!
+//! The protocol is apart from the fake, so that a second server (a relay that writes
+//! uploads into a spool) can use it: [`wire`] parses requests into typed values and
+//! builds answers, and knows nothing of buckets, faults or time. The rest is the
+//! fake's own:
+//!
+//! | file | what |
+//! |---|---|
+//! | `fake.rs` | [`FakeGcs`], its configuration, statistics and request events |
+//! | `serve.rs` | connections: any byte stream, or a real listener |
+//! | `handler.rs` | one request: its fault decided and applied, its body read, its fate recorded |
+//! | `api.rs` | the JSON and XML APIs against the state, under the lock |
+//! | `bucket.rs` | what a bucket holds, listing in name order |
+//! | `faults.rs` | [`FaultPlan`]: fault windows and capacity, one seeded RNG |
+//! | `retry_test.rs` | the storage-testbench control API and its [`Instruction`]s |
+//! | `clock.rs` | [`SimClock`], [`TokioClock`] |
+//! | `cli.rs` | the `fake-gcs` command line ([`cli::run`]) |
+//! | `wire/` | Cloud Storage's wire protocol (see [`wire`]) |
+
+#![warn(missing_docs)]
+
+mod api;
+mod bucket;
+pub mod cli;
+mod clock;
+mod fake;
+mod faults;
+mod handler;
+mod retry_test;
+mod serve;
+pub mod wire;
+
+pub use clock::{SimClock, TokioClock};
+pub use fake::{FakeGcs, FakeGcsConfig, FakeStats, Limits, Observer, RequestEvent};
+pub use faults::{
+    Fault, FaultPlan, FaultWindow, Ops, Outcome, PlanError, Refusal, RequestCapacity, SlowLatency,
+};
+pub use retry_test::Instruction;
+pub use wire::{ObjectRecord, Operation};

@@ -1,0 +1,209 @@
+//! Listing objects: the request's parameters in either API (JSON `maxResults`,
+//! `pageToken`, `startOffset`; XML `max-keys`, `continuation-token`, `start-after`;
+//! both `prefix` and `delimiter`), one page of results, and the page as each API
+//! answers it. Page tokens are the URL-safe base64 of the name the next page
+//! resumes after.
+
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Value, json};
+
+use crate::wire::encoding::{rfc3339_millis, xml_escape};
+use crate::wire::error::Rejection;
+use crate::wire::object::ObjectRecord;
+use crate::wire::reply::Reply;
+use crate::wire::route::{Api, Query};
+
+/// A list request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListQuery {
+    /// Only names starting with this.
+    pub prefix: String,
+    /// Fold names into common prefixes up to this, when set.
+    pub delimiter: Option<String>,
+    /// Most entries (objects plus prefixes) on the page.
+    pub max: usize,
+    /// Resume after this name (exclusive): a page token or XML `start-after`.
+    pub after: Option<String>,
+    /// Start at this name (inclusive): JSON `startOffset`, without a page token.
+    pub from: Option<String>,
+}
+
+impl ListQuery {
+    /// The list request in `query`, with at most `max_limit` entries a page; 400 when
+    /// the page size or token is not valid.
+    pub fn parse(api: Api, query: &Query, max_limit: usize) -> Result<Self, Rejection> {
+        let (max_key, token_key, after_key) = match api {
+            Api::Json => ("maxResults", "pageToken", "startOffset"),
+            Api::Xml => ("max-keys", "continuation-token", "start-after"),
+        };
+        let max = match query.get(max_key).map(str::parse::<usize>) {
+            None => max_limit,
+            Some(Ok(n)) => n.clamp(1, max_limit),
+            Some(Err(_)) => return Err(Rejection::invalid(format!("Invalid {max_key}."))),
+        };
+        let resume = match query.get(token_key) {
+            Some(token) => match decode_token(token) {
+                Some(after) => Some(after),
+                None => return Err(Rejection::invalid(format!("Invalid {token_key}."))),
+            },
+            None => None,
+        };
+        // A page token resumes after a name; JSON `startOffset` starts at a name
+        // (inclusive), XML `start-after` after one.
+        let (after, from) = match (resume, api) {
+            (Some(resume), _) => (Some(resume), None),
+            (None, Api::Json) => (None, query.get(after_key).map(str::to_string)),
+            (None, Api::Xml) => (query.get(after_key).map(str::to_string), None),
+        };
+        Ok(ListQuery {
+            prefix: query.get("prefix").unwrap_or("").to_string(),
+            delimiter: query.get("delimiter").map(str::to_string),
+            max,
+            after,
+            from,
+        })
+    }
+}
+
+fn decode_token(token: &str) -> Option<String> {
+    let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListPage {
+    /// The objects, in name order.
+    pub objects: Vec<ObjectRecord>,
+    /// The common prefixes, in order.
+    pub prefixes: Vec<String>,
+    /// Where the next page resumes (exclusive), when there is one.
+    pub resume_after: Option<String>,
+}
+
+impl ListPage {
+    /// The page as `api` answers `query` on `bucket` (object links under `base`).
+    pub fn reply(&self, api: Api, base: &str, bucket: &str, query: &ListQuery) -> Reply {
+        let token = self
+            .resume_after
+            .as_ref()
+            .map(|after| URL_SAFE_NO_PAD.encode(after.as_bytes()));
+        match api {
+            Api::Json => Reply::json(200, &self.json(base, bucket, token)),
+            Api::Xml => Reply::xml(200, self.xml(bucket, query, token)),
+        }
+    }
+
+    fn json(&self, base: &str, bucket: &str, token: Option<String>) -> Value {
+        let mut body = json!({ "kind": "storage#objects" });
+        if !self.objects.is_empty() {
+            let items: Vec<Value> = self
+                .objects
+                .iter()
+                .map(|r| r.json_resource(base, bucket))
+                .collect();
+            body["items"] = Value::Array(items);
+        }
+        if !self.prefixes.is_empty() {
+            body["prefixes"] = json!(self.prefixes);
+        }
+        if let Some(token) = token {
+            body["nextPageToken"] = Value::String(token);
+        }
+        body
+    }
+
+    /// `ListBucketResult`, as the XML API's `list-type=2` gives it.
+    fn xml(&self, bucket: &str, query: &ListQuery, token: Option<String>) -> String {
+        let esc = xml_escape;
+        let mut xml = String::from("<?xml version='1.0' encoding='UTF-8'?>");
+        xml.push_str("<ListBucketResult xmlns=\"http://doc.s3.amazonaws.com/2006-03-01\">");
+        let _ = write!(
+            xml,
+            "<Name>{}</Name><Prefix>{}</Prefix><KeyCount>{}</KeyCount><MaxKeys>{}</MaxKeys>",
+            esc(bucket),
+            esc(&query.prefix),
+            self.objects.len() + self.prefixes.len(),
+            query.max
+        );
+        if let Some(d) = &query.delimiter {
+            let _ = write!(xml, "<Delimiter>{}</Delimiter>", esc(d));
+        }
+        let _ = write!(xml, "<IsTruncated>{}</IsTruncated>", token.is_some());
+        if let Some(token) = &token {
+            let _ = write!(
+                xml,
+                "<NextContinuationToken>{token}</NextContinuationToken>"
+            );
+        }
+        for r in &self.objects {
+            let _ = write!(
+                xml,
+                "<Contents><Key>{}</Key><Generation>{}</Generation><MetaGeneration>1</MetaGeneration><LastModified>{}</LastModified><ETag>\"{}\"</ETag><Size>{}</Size></Contents>",
+                esc(&r.name),
+                r.generation,
+                rfc3339_millis(r.created_unix_ms),
+                r.md5_hex(),
+                r.size
+            );
+        }
+        for p in &self.prefixes {
+            let _ = write!(
+                xml,
+                "<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>",
+                esc(p)
+            );
+        }
+        xml.push_str("</ListBucketResult>");
+        xml
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_parameters_differ_by_api() {
+        let json = Query::parse(Some("maxResults=5000&startOffset=b&prefix=p/"));
+        let q = ListQuery::parse(Api::Json, &json, 1000).unwrap();
+        assert_eq!((q.max, q.from.as_deref(), q.after), (1000, Some("b"), None));
+        assert_eq!(q.prefix, "p/");
+        let xml = Query::parse(Some("max-keys=0&start-after=b&delimiter=/"));
+        let q = ListQuery::parse(Api::Xml, &xml, 1000).unwrap();
+        assert_eq!((q.max, q.after.as_deref(), q.from), (1, Some("b"), None));
+        assert_eq!(q.delimiter.as_deref(), Some("/"));
+        let token = Query::parse(Some("pageToken=YQ&startOffset=z"));
+        let q = ListQuery::parse(Api::Json, &token, 10).unwrap();
+        assert_eq!((q.after.as_deref(), q.from), (Some("a"), None));
+        assert!(ListQuery::parse(Api::Json, &Query::parse(Some("pageToken=*")), 10).is_err());
+        assert!(ListQuery::parse(Api::Xml, &Query::parse(Some("max-keys=x")), 10).is_err());
+    }
+
+    #[test]
+    fn a_truncated_page_carries_a_token_to_resume_after_its_last_name() {
+        let page = ListPage {
+            prefixes: vec!["a/".into()],
+            resume_after: Some("a/".into()),
+            ..ListPage::default()
+        };
+        let query = ListQuery {
+            max: 1,
+            ..ListQuery::default()
+        };
+        let json = page.reply(Api::Json, "http://h", "b", &query);
+        let json: Value = serde_json::from_slice(&json.body).unwrap();
+        assert_eq!(
+            json,
+            json!({ "kind": "storage#objects", "nextPageToken": "YS8", "prefixes": ["a/"] })
+        );
+        let xml = page.reply(Api::Xml, "http://h", "b", &query);
+        let xml = std::str::from_utf8(&xml.body).unwrap();
+        assert!(xml.contains(
+            "<IsTruncated>true</IsTruncated><NextContinuationToken>YS8</NextContinuationToken>"
+        ));
+    }
+}

@@ -1,0 +1,65 @@
+//! Cloud Storage's wire protocol for the requests the fake serves, apart from any
+//! state: a second server reuses it as it is. Nothing here touches a bucket, a fault
+//! or a clock; callers pass state and time in.
+//!
+//! A server built on it (the fake; a relay that writes uploads into a spool instead
+//! of a bucket) serves a request in four steps:
+//!
+//! 1. [`Route::parse`] the method, path and [`Query`]: which operation, which
+//!    bucket and object, which API (JSON or XML) the answer must speak.
+//! 2. Parse an upload into one [`Upload`] ([`Upload::media`],
+//!    [`Upload::multipart`], [`Upload::xml_put`]; [`Upload::resumable`] opens a
+//!    [`Session`] whose requests [`Session::accept`] takes until it is
+//!    [`Progress::Complete`]), with its [`Preconditions`] and declared digests.
+//! 3. Check [`Upload::digests`], then store the bytes its own way.
+//! 4. Answer: [`uploaded`] with the [`ObjectRecord`] stored, or a [`Rejection`]'s
+//!    [`reply`](Rejection::reply) in the request's API; [`Reply::into_response`]
+//!    makes the HTTP response.
+//!
+//! | file | what |
+//! |---|---|
+//! | `route.rs` | [`Route`], [`Api`], [`UploadKind`], [`Query`] |
+//! | `operation.rs` | [`Operation`]: the storage-testbench's name for each |
+//! | `upload.rs` | [`Upload`]: media, multipart, resumable start, XML `PUT` |
+//! | `multipart.rs` | `multipart/related` bodies |
+//! | `resumable.rs` | `Content-Range`, [`Session`], [`Sessions`], 308 answers |
+//! | `object.rs` | [`ObjectRecord`]: JSON resource, XML headers, ETags |
+//! | `bucket.rs` | the JSON bucket resource |
+//! | `list.rs` | list parameters and pages, in JSON and XML |
+//! | `range.rs` | the `Range` header of downloads |
+//! | `precondition.rs` | [`Preconditions`] (`ifGenerationMatch`, ...) |
+//! | `digest.rs` | [`Digests`] (crc32c, MD5), [`Declared`] digests |
+//! | `error.rs` | [`Rejection`], JSON and XML error bodies |
+//! | `reply.rs` | [`Reply`]: a response before it is sent |
+//! | `encoding.rs` | dates, percent-encoding, XML escaping |
+
+mod bucket;
+mod digest;
+mod encoding;
+mod error;
+mod list;
+mod multipart;
+mod object;
+mod operation;
+mod precondition;
+mod range;
+mod reply;
+mod resumable;
+mod route;
+mod upload;
+
+pub use digest::{Declared, Digests, Mismatch, crc32c_base64, md5_base64, md5_hex};
+pub use error::{Rejection, error_reply};
+pub use object::{ObjectRecord, uploaded};
+pub use operation::Operation;
+pub use precondition::Preconditions;
+pub use reply::Reply;
+pub use resumable::{Progress, Session, Sessions, incomplete, started};
+pub use route::{Api, Query, Route, UploadKind, header};
+pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};
+
+// The fake's own use: a relay answers reads and lists from upstream.
+pub(crate) use bucket::{bucket_list, bucket_resource};
+pub(crate) use list::{ListPage, ListQuery};
+pub(crate) use object::etag_matches;
+pub(crate) use range::resolve_range;

@@ -1,0 +1,503 @@
+//! Routing: which Cloud Storage operation a request's method, path and query name,
+//! and with which bucket and object (percent-decoded).
+//!
+//! | path | API |
+//! |---|---|
+//! | `/upload/storage/v1/b/{bucket}/o?uploadType=...` (and `&upload_id=` for a resumable session's requests) | JSON uploads |
+//! | `/download/storage/v1/b/{bucket}/o/{object}` | JSON downloads |
+//! | `/storage/v1/b`, `/storage/v1/b/{bucket}`, `.../o`, `.../o/{object}` | JSON buckets and objects |
+//! | `/{bucket}`, `/{bucket}/{object}` | XML |
+
+use http::{HeaderMap, Method, Uri};
+
+use crate::wire::encoding::{decode_path, decode_query_component};
+use crate::wire::operation::Operation;
+
+/// Which API a request came by: decides the shape of its answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// The JSON API (`/storage/v1/...`, `/upload/...`, `/download/...`).
+    Json,
+    /// The XML API (`/{bucket}/{object}`).
+    Xml,
+}
+
+/// The three ways the JSON API uploads an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UploadKind {
+    /// `uploadType=media`: the body is the object.
+    Media,
+    /// `uploadType=multipart`: metadata and bytes in one `multipart/related` body.
+    Multipart,
+    /// `uploadType=resumable`: opens a session that later requests fill.
+    Resumable,
+}
+
+/// What a request asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// `GET /storage/v1/b`.
+    BucketsList,
+    /// `GET /storage/v1/b/{bucket}`.
+    BucketGet {
+        /// The bucket.
+        bucket: String,
+    },
+    /// JSON `GET .../o` or XML `GET /{bucket}`.
+    ObjectList {
+        /// The API.
+        api: Api,
+        /// The bucket.
+        bucket: String,
+    },
+    /// An object's resource or bytes.
+    ObjectGet {
+        /// The API.
+        api: Api,
+        /// The bucket.
+        bucket: String,
+        /// The object.
+        name: String,
+        /// The bytes rather than the JSON resource.
+        media: bool,
+        /// XML `HEAD`: the headers only.
+        head: bool,
+    },
+    /// JSON or XML `DELETE` of an object.
+    ObjectDelete {
+        /// The API.
+        api: Api,
+        /// The bucket.
+        bucket: String,
+        /// The object.
+        name: String,
+    },
+    /// A JSON upload (media, multipart, or the start of a resumable one).
+    Upload {
+        /// The bucket.
+        bucket: String,
+        /// Which kind.
+        kind: UploadKind,
+    },
+    /// A request of a resumable session: a chunk, the last one, or a status query.
+    ResumableChunk {
+        /// The session.
+        upload_id: String,
+    },
+    /// `DELETE` of a resumable session.
+    ResumableCancel {
+        /// The session.
+        upload_id: String,
+    },
+    /// XML `PUT /{bucket}/{object}`.
+    XmlPut {
+        /// The bucket.
+        bucket: String,
+        /// The object.
+        name: String,
+    },
+    /// A request that cannot be served: `status` (404 or 400) with `message`.
+    Invalid {
+        /// The API whose error body to answer with.
+        api: Api,
+        /// The status.
+        status: u16,
+        /// Why.
+        message: String,
+    },
+}
+
+/// Decoded query parameters, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Query(Vec<(String, String)>);
+
+impl Query {
+    /// Parses `application/x-www-form-urlencoded` pairs (`+` is a space). Pairs that
+    /// do not decode to UTF-8 are kept lossily.
+    pub fn parse(query: Option<&str>) -> Self {
+        let pairs = query
+            .unwrap_or_default()
+            .split('&')
+            .filter(|p| !p.is_empty())
+            .map(|pair| {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                (decode_query_component(k), decode_query_component(v))
+            })
+            .collect();
+        Query(pairs)
+    }
+
+    /// The first value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A header's value, when it is text.
+pub fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+impl Route {
+    /// The route of `method uri`; never fails: what cannot be served is
+    /// [`Route::Invalid`].
+    pub fn parse(method: &Method, uri: &Uri, query: &Query) -> Route {
+        let request = Request {
+            method,
+            path: uri.path(),
+            query,
+        };
+        request.route().unwrap_or_else(|invalid| invalid)
+    }
+
+    /// 404 for `method path`, with `api`'s error body.
+    pub fn not_found(api: Api, method: &Method, path: &str) -> Route {
+        Route::Invalid {
+            api,
+            status: 404,
+            message: format!("Not Found: the fake serves no {method} {path}"),
+        }
+    }
+
+    /// The operation, as the storage-testbench names it.
+    pub fn operation(&self) -> Operation {
+        match self {
+            Route::BucketsList => Operation::BucketsList,
+            Route::BucketGet { .. } => Operation::BucketsGet,
+            Route::ObjectList { .. } => Operation::ObjectsList,
+            Route::ObjectGet { .. } => Operation::ObjectsGet,
+            Route::ObjectDelete { .. } => Operation::ObjectsDelete,
+            Route::Upload { .. }
+            | Route::ResumableChunk { .. }
+            | Route::ResumableCancel { .. }
+            | Route::XmlPut { .. } => Operation::ObjectsInsert,
+            Route::Invalid { .. } => Operation::Unknown,
+        }
+    }
+
+    /// The API the answer must speak.
+    pub fn api(&self) -> Api {
+        match self {
+            Route::ObjectList { api, .. }
+            | Route::ObjectGet { api, .. }
+            | Route::ObjectDelete { api, .. }
+            | Route::Invalid { api, .. } => *api,
+            Route::XmlPut { .. } => Api::Xml,
+            _ => Api::Json,
+        }
+    }
+
+    /// The bucket named in the path, if any.
+    pub fn bucket(&self) -> Option<&str> {
+        match self {
+            Route::BucketGet { bucket }
+            | Route::ObjectList { bucket, .. }
+            | Route::ObjectGet { bucket, .. }
+            | Route::ObjectDelete { bucket, .. }
+            | Route::Upload { bucket, .. }
+            | Route::XmlPut { bucket, .. } => Some(bucket),
+            _ => None,
+        }
+    }
+
+    /// The object named in the path, if any (an upload names it in its query or
+    /// body).
+    pub fn object(&self) -> Option<&str> {
+        match self {
+            Route::ObjectGet { name, .. }
+            | Route::ObjectDelete { name, .. }
+            | Route::XmlPut { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// One request being routed. Each step returns the route, or `Err` with the
+/// [`Route::Invalid`] to answer.
+struct Request<'a> {
+    method: &'a Method,
+    path: &'a str,
+    query: &'a Query,
+}
+
+type Routed = Result<Route, Route>;
+
+impl Request<'_> {
+    fn route(&self) -> Routed {
+        let path = self.path;
+        if let Some(rest) = path.strip_prefix("/upload/storage/v1/b/") {
+            return self.json_upload(rest);
+        }
+        if let Some(rest) = path.strip_prefix("/download/storage/v1/b/") {
+            return self.json_download(rest);
+        }
+        if path == "/storage/v1/b" {
+            return self.json_api("");
+        }
+        if let Some(rest) = path.strip_prefix("/storage/v1/b/") {
+            return self.json_api(rest);
+        }
+        self.xml_api()
+    }
+
+    /// `/upload/storage/v1/b/{rest}`: `{bucket}/o` with `uploadType`, or a session's
+    /// request with `upload_id`.
+    fn json_upload(&self, rest: &str) -> Routed {
+        let Some((bucket, "o" | "o/")) = rest.split_once('/') else {
+            return Ok(self.not_found(Api::Json));
+        };
+        let bucket = self.decode(Api::Json, bucket)?;
+        if let Some(upload_id) = self.query.get("upload_id") {
+            let upload_id = upload_id.to_string();
+            return Ok(match *self.method {
+                Method::PUT | Method::POST => Route::ResumableChunk { upload_id },
+                Method::DELETE => Route::ResumableCancel { upload_id },
+                _ => self.not_found(Api::Json),
+            });
+        }
+        if *self.method != Method::POST {
+            return Ok(self.not_found(Api::Json));
+        }
+        let kind = self.upload_kind()?;
+        Ok(Route::Upload { bucket, kind })
+    }
+
+    fn upload_kind(&self) -> Result<UploadKind, Route> {
+        match self.query.get("uploadType") {
+            Some("media") => Ok(UploadKind::Media),
+            Some("multipart") => Ok(UploadKind::Multipart),
+            Some("resumable") => Ok(UploadKind::Resumable),
+            other => Err(Route::Invalid {
+                api: Api::Json,
+                status: 400,
+                message: format!("uploadType must be media, multipart or resumable, got {other:?}"),
+            }),
+        }
+    }
+
+    /// `/download/storage/v1/b/{bucket}/o/{object}`.
+    fn json_download(&self, rest: &str) -> Routed {
+        let Some((bucket, name)) = rest.split_once("/o/") else {
+            return Ok(self.not_found(Api::Json));
+        };
+        if *self.method != Method::GET {
+            return Ok(self.not_found(Api::Json));
+        }
+        Ok(Route::ObjectGet {
+            api: Api::Json,
+            bucket: self.decode(Api::Json, bucket)?,
+            name: self.decode(Api::Json, name)?,
+            media: true,
+            head: false,
+        })
+    }
+
+    /// `/storage/v1/b/{rest}`: the buckets, a bucket, its objects or one object.
+    fn json_api(&self, rest: &str) -> Routed {
+        let (bucket, tail) = match rest.split_once('/') {
+            Some((bucket, tail)) => (bucket, Some(tail)),
+            None => (rest, None),
+        };
+        Ok(match (self.method, bucket, tail) {
+            (&Method::GET, "", None) => Route::BucketsList,
+            (&Method::GET, bucket, None | Some("")) => Route::BucketGet {
+                bucket: self.decode(Api::Json, bucket)?,
+            },
+            (&Method::GET, bucket, Some("o" | "o/")) => Route::ObjectList {
+                api: Api::Json,
+                bucket: self.decode(Api::Json, bucket)?,
+            },
+            (_, bucket, Some(tail)) if tail.starts_with("o/") => {
+                self.json_object(bucket, &tail[2..])?
+            }
+            _ => self.not_found(Api::Json),
+        })
+    }
+
+    /// `GET` or `DELETE /storage/v1/b/{bucket}/o/{name}`.
+    fn json_object(&self, bucket: &str, name: &str) -> Routed {
+        let bucket = self.decode(Api::Json, bucket)?;
+        let name = self.decode(Api::Json, name)?;
+        Ok(match *self.method {
+            Method::GET => Route::ObjectGet {
+                api: Api::Json,
+                bucket,
+                name,
+                media: self.query.get("alt") == Some("media"),
+                head: false,
+            },
+            Method::DELETE => Route::ObjectDelete {
+                api: Api::Json,
+                bucket,
+                name,
+            },
+            _ => self.not_found(Api::Json),
+        })
+    }
+
+    /// The XML API: `/{bucket}` and `/{bucket}/{object}`.
+    fn xml_api(&self) -> Routed {
+        let Some(rest) = self.path.strip_prefix('/').filter(|r| !r.is_empty()) else {
+            return Ok(self.not_found(Api::Xml));
+        };
+        let (bucket, name) = rest.split_once('/').unwrap_or((rest, ""));
+        let bucket = self.decode(Api::Xml, bucket)?;
+        if name.is_empty() {
+            return Ok(match *self.method {
+                Method::GET => Route::ObjectList {
+                    api: Api::Xml,
+                    bucket,
+                },
+                _ => self.not_found(Api::Xml),
+            });
+        }
+        let name = self.decode(Api::Xml, name)?;
+        Ok(match *self.method {
+            Method::PUT => Route::XmlPut { bucket, name },
+            Method::GET | Method::HEAD => Route::ObjectGet {
+                api: Api::Xml,
+                bucket,
+                name,
+                media: true,
+                head: *self.method == Method::HEAD,
+            },
+            Method::DELETE => Route::ObjectDelete {
+                api: Api::Xml,
+                bucket,
+                name,
+            },
+            _ => self.not_found(Api::Xml),
+        })
+    }
+
+    fn not_found(&self, api: Api) -> Route {
+        Route::not_found(api, self.method, self.path)
+    }
+
+    /// A percent-decoded path segment, or 400 when it is not UTF-8.
+    fn decode(&self, api: Api, segment: &str) -> Result<String, Route> {
+        decode_path(segment).ok_or_else(|| Route::Invalid {
+            api,
+            status: 400,
+            message: format!("path segment {segment:?} is not UTF-8 after percent-decoding"),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(method: Method, uri: &str) -> Route {
+        let uri: Uri = uri.parse().unwrap();
+        let query = Query::parse(uri.query());
+        Route::parse(&method, &uri, &query)
+    }
+
+    #[test]
+    fn routes_cover_the_json_and_xml_apis() {
+        assert_eq!(
+            route(Method::PUT, "/bkt/spool%2Fa%20b%2Ebin"),
+            Route::XmlPut {
+                bucket: "bkt".into(),
+                name: "spool/a b.bin".into()
+            }
+        );
+        assert_eq!(
+            route(Method::GET, "/storage/v1/b/bkt/o/a%2Fb?alt=media"),
+            Route::ObjectGet {
+                api: Api::Json,
+                bucket: "bkt".into(),
+                name: "a/b".into(),
+                media: true,
+                head: false
+            }
+        );
+        assert_eq!(
+            route(
+                Method::POST,
+                "/upload/storage/v1/b/bkt/o?uploadType=multipart"
+            ),
+            Route::Upload {
+                bucket: "bkt".into(),
+                kind: UploadKind::Multipart
+            }
+        );
+        assert_eq!(
+            route(
+                Method::PUT,
+                "/upload/storage/v1/b/bkt/o?uploadType=resumable&upload_id=x"
+            ),
+            Route::ResumableChunk {
+                upload_id: "x".into()
+            }
+        );
+        assert_eq!(
+            route(Method::GET, "/bkt?list-type=2&prefix=a"),
+            Route::ObjectList {
+                api: Api::Xml,
+                bucket: "bkt".into()
+            }
+        );
+        assert_eq!(route(Method::GET, "/storage/v1/b"), Route::BucketsList);
+        assert_eq!(
+            route(Method::GET, "/storage/v1/b/bkt"),
+            Route::BucketGet {
+                bucket: "bkt".into()
+            }
+        );
+        assert!(matches!(
+            route(Method::PATCH, "/storage/v1/b/bkt/o/x"),
+            Route::Invalid { status: 404, .. }
+        ));
+        assert!(matches!(
+            route(Method::GET, "/"),
+            Route::Invalid {
+                status: 404,
+                api: Api::Xml,
+                ..
+            }
+        ));
+        assert!(matches!(
+            route(Method::GET, "/bkt/%FF"),
+            Route::Invalid { status: 400, .. }
+        ));
+    }
+
+    #[test]
+    fn a_bad_upload_type_or_method_is_refused_in_json() {
+        let refused = [
+            (Method::POST, "/upload/storage/v1/b/bkt/o?uploadType=x", 400),
+            (
+                Method::GET,
+                "/upload/storage/v1/b/bkt/o?uploadType=media",
+                404,
+            ),
+            (Method::POST, "/download/storage/v1/b/bkt/o/x", 404),
+        ];
+        for (method, uri, expected) in refused {
+            let got = route(method, uri);
+            let status = match &got {
+                Route::Invalid {
+                    api: Api::Json,
+                    status,
+                    ..
+                } => *status,
+                _ => 0,
+            };
+            assert_eq!(status, expected, "{uri}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn queries_decode_plus_and_percent() {
+        let query = Query::parse(Some("name=a%2Fb+c&ifGenerationMatch=0&flag"));
+        assert_eq!(query.get("name"), Some("a/b c"));
+        assert_eq!(query.get("ifGenerationMatch"), Some("0"));
+        assert_eq!(query.get("flag"), Some(""));
+        assert_eq!(query.get("other"), None);
+    }
+}

@@ -1,0 +1,346 @@
+//! An upload, whichever way it came (JSON media, multipart or resumable; XML `PUT`),
+//! parsed into one [`Upload`]: where it goes, its bytes, content type, custom
+//! metadata, the digests the client declared and its preconditions. A server checks
+//! [`Upload::digests`] before accepting the bytes, then stores them its own way.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use serde_json::Value;
+
+use crate::wire::digest::{Declared, Digests};
+use crate::wire::error::Rejection;
+use crate::wire::multipart::{Part, multipart_boundary, split_multipart};
+use crate::wire::precondition::Preconditions;
+use crate::wire::route::{Api, Query, header};
+
+/// Cloud Storage's content type for an upload that names none.
+pub const DEFAULT_CONTENT_TYPE: &str = "application/octet-stream";
+
+/// The content type to record for an upload: the default is shared rather than
+/// allocated per object (the long replays keep millions of records).
+pub fn content_type(given: Option<&str>) -> Cow<'static, str> {
+    match given {
+        None | Some(DEFAULT_CONTENT_TYPE) => Cow::Borrowed(DEFAULT_CONTENT_TYPE),
+        Some(other) => Cow::Owned(other.to_string()),
+    }
+}
+
+/// What an upload is parsed from beside its body: the request's decoded query and
+/// its headers.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestHead<'a> {
+    /// The query, decoded.
+    pub query: &'a Query,
+    /// The headers.
+    pub headers: &'a HeaderMap,
+}
+
+impl RequestHead<'_> {
+    fn preconditions(&self) -> Result<Preconditions, Rejection> {
+        Preconditions::parse(self.query, self.headers)
+    }
+}
+
+/// One object upload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upload {
+    /// The API it came by (and answers in).
+    pub api: Api,
+    /// The bucket.
+    pub bucket: String,
+    /// The object name, never empty.
+    pub name: String,
+    /// The object's bytes (empty for the request that starts a resumable upload:
+    /// they follow in the session's requests).
+    pub data: Bytes,
+    /// The content type given, or [`DEFAULT_CONTENT_TYPE`].
+    pub content_type: Cow<'static, str>,
+    /// Custom metadata: the JSON resource's `metadata` object (string values), or
+    /// the XML API's `x-goog-meta-*` headers.
+    pub metadata: BTreeMap<String, String>,
+    /// Digests the client declared.
+    pub declared: Declared,
+    /// Conditions on the object's current generation.
+    pub preconditions: Preconditions,
+}
+
+const NAME_MISSING: &str = "Required: the object name is missing.";
+
+impl Upload {
+    /// `uploadType=media`: the body is the object, the name is in the query, digests
+    /// in `x-goog-hash`.
+    pub fn media(bucket: &str, head: RequestHead<'_>, data: Bytes) -> Result<Upload, Rejection> {
+        let preconditions = head.preconditions()?;
+        let name = head.query.get("name").unwrap_or("");
+        let given_type = header(head.headers, "content-type");
+        Upload {
+            data,
+            declared: Declared::from_headers(head.headers),
+            ..Upload::new(Api::Json, bucket, name, given_type, preconditions)
+        }
+        .named()
+    }
+
+    /// `uploadType=multipart`: a `multipart/related` body of two parts, the JSON
+    /// resource then the bytes. The query's `name` wins over the resource's; digests
+    /// in the resource win over `x-goog-hash`.
+    pub fn multipart(
+        bucket: &str,
+        head: RequestHead<'_>,
+        data: Bytes,
+    ) -> Result<Upload, Rejection> {
+        let preconditions = head.preconditions()?;
+        let (resource, media) = resource_and_media(head.headers, &data)?;
+        let media_type = media.header("content-type");
+        let upload = Upload::described(bucket, head.query, &resource, media_type, preconditions);
+        Upload {
+            data: media.body.clone(),
+            declared: upload
+                .declared
+                .clone()
+                .or(Declared::from_headers(head.headers)),
+            ..upload
+        }
+        .named()
+    }
+
+    /// `uploadType=resumable`'s first request, whose body is the JSON resource (or
+    /// empty): the upload without its bytes, which the session's requests bring.
+    /// The content type may come as `X-Upload-Content-Type`; digests only from the
+    /// resource (the last request may declare more).
+    pub fn resumable(
+        bucket: &str,
+        head: RequestHead<'_>,
+        body: &[u8],
+    ) -> Result<Upload, Rejection> {
+        let preconditions = head.preconditions()?;
+        let resource = match body.is_empty() {
+            true => Value::Object(Default::default()),
+            false => match serde_json::from_slice(body) {
+                Ok(Value::Object(m)) => Value::Object(m),
+                _ => return Err(Rejection::invalid("the metadata must be a JSON object")),
+            },
+        };
+        let upload_type = header(head.headers, "x-upload-content-type");
+        Upload::described(bucket, head.query, &resource, upload_type, preconditions).named()
+    }
+
+    /// XML `PUT /{bucket}/{name}`: the body is the object; digests in `x-goog-hash`
+    /// and `Content-MD5` (which wins for MD5), metadata in `x-goog-meta-*`.
+    pub fn xml_put(
+        bucket: &str,
+        name: &str,
+        head: RequestHead<'_>,
+        data: Bytes,
+    ) -> Result<Upload, Rejection> {
+        let preconditions = head.preconditions()?;
+        let headers = head.headers;
+        let mut declared = Declared::from_headers(headers);
+        if let Some(md5) = header(headers, "content-md5") {
+            declared.md5 = Some(md5.trim().to_string());
+        }
+        let given_type = header(headers, "content-type");
+        Upload {
+            data,
+            metadata: goog_meta(headers),
+            declared,
+            ..Upload::new(Api::Xml, bucket, name, given_type, preconditions)
+        }
+        .named()
+    }
+
+    /// The digests of the bytes, or [`Rejection::BadDigest`] when a declared one
+    /// differs.
+    pub fn digests(&self) -> Result<Digests, Rejection> {
+        let digests = Digests::of(&self.data);
+        match self.declared.mismatch(&digests) {
+            Some(mismatch) => Err(Rejection::BadDigest(mismatch)),
+            None => Ok(digests),
+        }
+    }
+
+    /// An upload to `bucket/name` of no bytes, with no metadata and no declared
+    /// digests yet.
+    fn new(
+        api: Api,
+        bucket: &str,
+        name: &str,
+        given_type: Option<&str>,
+        preconditions: Preconditions,
+    ) -> Upload {
+        Upload {
+            api,
+            bucket: bucket.to_string(),
+            name: name.to_string(),
+            data: Bytes::new(),
+            content_type: content_type(given_type),
+            metadata: BTreeMap::new(),
+            declared: Declared::default(),
+            preconditions,
+        }
+    }
+
+    /// A JSON API upload as its object `resource` describes it (name unless the
+    /// query gives one, content type unless absent, custom metadata, digests).
+    fn described(
+        bucket: &str,
+        query: &Query,
+        resource: &Value,
+        fallback_type: Option<&str>,
+        preconditions: Preconditions,
+    ) -> Upload {
+        let name = query
+            .get("name")
+            .or_else(|| string(resource, "name"))
+            .unwrap_or("");
+        let given_type = string(resource, "contentType").or(fallback_type);
+        Upload {
+            metadata: custom_metadata(resource),
+            declared: Declared::from_metadata(resource),
+            ..Upload::new(Api::Json, bucket, name, given_type, preconditions)
+        }
+    }
+
+    /// The upload, if it names an object.
+    fn named(self) -> Result<Upload, Rejection> {
+        if self.name.is_empty() {
+            return Err(Rejection::invalid(NAME_MISSING));
+        }
+        Ok(self)
+    }
+}
+
+/// A multipart upload's two parts: the JSON resource and the media.
+fn resource_and_media(headers: &HeaderMap, data: &Bytes) -> Result<(Value, Part), Rejection> {
+    let Some(boundary) = header(headers, "content-type").and_then(multipart_boundary) else {
+        return Err(Rejection::invalid(
+            "uploadType=multipart needs Content-Type: multipart/related; boundary=...",
+        ));
+    };
+    let mut parts = match split_multipart(data, &boundary) {
+        Ok(parts) if parts.len() == 2 => parts,
+        Ok(parts) => {
+            return Err(Rejection::invalid(format!(
+                "multipart upload has {} parts; expected 2",
+                parts.len()
+            )));
+        }
+        Err(e) => return Err(Rejection::invalid(format!("malformed multipart body: {e}"))),
+    };
+    let media = parts.pop().expect("two parts");
+    match serde_json::from_slice::<Value>(&parts[0].body) {
+        Ok(resource @ Value::Object(_)) => Ok((resource, media)),
+        _ => Err(Rejection::invalid(
+            "the first multipart part must be a JSON object",
+        )),
+    }
+}
+
+/// The XML API's custom metadata: the `x-goog-meta-*` headers.
+fn goog_meta(headers: &HeaderMap) -> BTreeMap<String, String> {
+    headers
+        .iter()
+        .filter_map(|(k, v)| {
+            let key = k.as_str().strip_prefix("x-goog-meta-")?;
+            Some((key.to_string(), v.to_str().ok()?.to_string()))
+        })
+        .collect()
+}
+
+fn string<'a>(metadata: &'a Value, key: &str) -> Option<&'a str> {
+    metadata.get(key).and_then(Value::as_str)
+}
+
+/// The resource's `metadata` object, its string values only.
+fn custom_metadata(metadata: &Value) -> BTreeMap<String, String> {
+    let Some(Value::Object(custom)) = metadata.get("metadata") else {
+        return BTreeMap::new();
+    };
+    custom
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::digest::crc32c_base64;
+
+    fn head<'a>(query: &'a Query, headers: &'a HeaderMap) -> RequestHead<'a> {
+        RequestHead { query, headers }
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(*k, v.parse().unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn only_the_default_content_type_is_shared() {
+        assert!(matches!(
+            content_type(None),
+            Cow::Borrowed(DEFAULT_CONTENT_TYPE)
+        ));
+        assert!(matches!(
+            content_type(Some(DEFAULT_CONTENT_TYPE)),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(content_type(Some("text/plain")), "text/plain");
+    }
+
+    #[test]
+    fn every_kind_of_upload_parses_into_one_value() {
+        let query = Query::parse(Some("name=a%2Fb&ifGenerationMatch=0"));
+        let text = headers(&[("content-type", "text/plain")]);
+        let media = Upload::media("b", head(&query, &text), Bytes::from_static(b"hello")).unwrap();
+        assert_eq!(
+            (media.name.as_str(), &media.content_type[..]),
+            ("a/b", "text/plain")
+        );
+        assert_eq!(media.preconditions.if_generation_match, Some(0));
+
+        let body = Bytes::from_static(
+            b"--x\r\ncontent-type: application/json\r\n\r\n{\"name\":\"n\",\"metadata\":{\"k\":\"v\"},\"crc32c\":\"mnG7TA==\"}\r\n--x\r\ncontent-type: text/csv\r\n\r\nhello\r\n--x--\r\n",
+        );
+        let none = Query::default();
+        let related = headers(&[("content-type", "multipart/related; boundary=x")]);
+        let multipart = Upload::multipart("b", head(&none, &related), body).unwrap();
+        assert_eq!(multipart.name, "n");
+        assert_eq!(&multipart.data[..], b"hello");
+        assert_eq!(multipart.content_type, "text/csv");
+        assert_eq!(multipart.metadata.get("k").map(String::as_str), Some("v"));
+        assert_eq!(
+            multipart.digests().map(|d| crc32c_base64(d.crc32c)),
+            Ok("mnG7TA==".to_string())
+        );
+
+        let meta = headers(&[("x-goog-meta-k", "v"), ("content-md5", "AAAA")]);
+        let put =
+            Upload::xml_put("b", "o", head(&none, &meta), Bytes::from_static(b"hello")).unwrap();
+        assert_eq!(put.api, Api::Xml);
+        assert_eq!(put.metadata.get("k").map(String::as_str), Some("v"));
+        assert!(matches!(put.digests(), Err(Rejection::BadDigest(_))));
+    }
+
+    #[test]
+    fn an_upload_without_a_name_is_refused() {
+        let (query, headers) = (Query::default(), HeaderMap::new());
+        let nothing = head(&query, &headers);
+        let none = Upload::media("b", nothing, Bytes::new());
+        assert_eq!(none, Err(Rejection::invalid(NAME_MISSING)));
+        let start = Upload::resumable("b", nothing, b"{}");
+        assert_eq!(start, Err(Rejection::invalid(NAME_MISSING)));
+        let not_json = Upload::resumable("b", nothing, b"[]");
+        assert!(matches!(
+            not_json,
+            Err(Rejection::Status { status: 400, .. })
+        ));
+    }
+}
