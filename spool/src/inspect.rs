@@ -187,7 +187,7 @@ mod tests {
         assert_eq!(full.temp_files, 1);
         assert_eq!(full.dead_letters.len(), 1);
         assert_eq!(full.dead_letters[0].note, "HTTP 403");
-        assert_eq!(full.entry_bytes(), crate::entry::file_bytes(1, 1));
+        assert_eq!(full.entry_bytes(), crate::entry::file_bytes(1, 0, 1));
         assert_eq!(scan(dir.path(), Depth::Headers).unwrap(), full);
         // The spool still works: the scan held no lock.
         spool.put("c", Bytes::new()).await.unwrap();
@@ -203,10 +203,11 @@ mod tests {
             .put("a", Bytes::from_static(b"payload"))
             .await
             .unwrap();
-        let path = dir
-            .path()
-            .join(ENTRIES_DIR)
-            .join(layout::entry_file_name(receipt.seq));
+        let path = dir.path().join(ENTRIES_DIR).join(layout::entry_file_name(
+            receipt.seq,
+            receipt.created_unix_ms,
+            receipt.file_bytes,
+        ));
         let mut bytes = std::fs::read(&path).unwrap();
         *bytes.last_mut().unwrap() ^= 1;
         std::fs::write(&path, bytes).unwrap();
@@ -222,7 +223,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn verify_reports_an_entry_that_open_would_quarantine() {
+    async fn verify_reports_an_entry_that_the_spool_would_quarantine() {
         // Intact bytes and checksums, but an object name no store accepts: the
         // header check alone used to pass it while open quarantined it.
         let dir = tempfile::tempdir().unwrap();
@@ -231,8 +232,8 @@ mod tests {
                 .await
                 .unwrap(),
         );
-        let file = layout::entry_file_name(1);
-        let bytes = crate::entry::encode(1, 0, "a\nb", b"payload");
+        let bytes = crate::entry::encode(1, 0, "a\nb", &[], b"payload");
+        let file = layout::entry_file_name(1, 0, bytes.len() as u64);
         std::fs::write(dir.path().join(ENTRIES_DIR).join(&file), &bytes).unwrap();
 
         for depth in [Depth::Headers, Depth::Full] {
@@ -240,7 +241,7 @@ mod tests {
             assert_eq!(scan.corrupt.len(), 1, "{depth:?}: {scan:?}");
             assert!(scan.corrupt[0].1.contains("name"), "{:?}", scan.corrupt);
         }
-        let (_, report) = Spool::open_with(
+        let (spool, _) = Spool::open_with(
             dir.path(),
             SpoolConfig::default(),
             std::sync::Arc::new(crate::StdDisk),
@@ -249,8 +250,10 @@ mod tests {
         )
         .await
         .unwrap();
-        assert_eq!(report.quarantined.len(), 1, "{report:?}");
-        assert_eq!(report.quarantined[0].0, file);
+        // Open indexes it from its name; the read that would upload it refuses it.
+        let claim = spool.claim_oldest().unwrap();
+        let err = spool.read(&claim).await.unwrap_err();
+        assert!(err.is_final() && err.to_string().contains("name"), "{err}");
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //! use spool::{Drainer, DrainerConfig, Remote, Spool, SpoolConfig, Uploader, UploaderConfig};
 //!
 //! let spool = Spool::open("/var/spool/uploads", SpoolConfig::default()).await?;
-//! let remote = Remote::new(gcs); // built with `remote::no_client_retries()`
+//! let remote = Remote::new(gcs); // built with its own retries off (`RetryConfig { max_retries: 0, .. }`)
 //! let drainer = Drainer::start(spool.clone(), remote.clone(), DrainerConfig::default());
 //! let uploader = Uploader::new(spool, remote, UploaderConfig::default());
 //!

@@ -70,7 +70,11 @@ async fn verify_exits_1_and_names_a_corrupt_entry() {
     let file = dir
         .path()
         .join("entries")
-        .join(spool::layout::entry_file_name(receipt.seq));
+        .join(spool::layout::entry_file_name(
+            receipt.seq,
+            receipt.created_unix_ms,
+            receipt.file_bytes,
+        ));
     let mut bytes = std::fs::read(&file).unwrap();
     *bytes.last_mut().unwrap() ^= 0x40;
     std::fs::write(&file, bytes).unwrap();

@@ -113,7 +113,7 @@ mod tests {
         assert!(response.contains(CONTENT_TYPE), "{response}");
         for line in [
             "spool_files 1",
-            &format!("spool_bytes {}", crate::entry::file_bytes(1, 5)),
+            &format!("spool_bytes {}", crate::entry::file_bytes(1, 0, 5)),
             "spool_max_files 100000",
             "spool_broken 0",
             "uploads_total{outcome=\"spooled\"} 1",

@@ -127,6 +127,7 @@ pub struct Metrics {
     pub(crate) dead_lettered: Counter,
     pub(crate) quarantined: Counter,
     pub(crate) drain_retries: Counter,
+    pub(crate) recoveries: Counter,
     pub(crate) upload_direct_seconds: Histogram,
     pub(crate) spool_put_seconds: Histogram,
     pub(crate) drain_write_seconds: Histogram,
@@ -141,6 +142,7 @@ impl Default for Metrics {
             dead_lettered: Counter::default(),
             quarantined: Counter::default(),
             drain_retries: Counter::default(),
+            recoveries: Counter::default(),
             upload_direct_seconds: latency_histogram(),
             spool_put_seconds: latency_histogram(),
             drain_write_seconds: latency_histogram(),
@@ -185,6 +187,11 @@ impl Metrics {
             "drain_retries",
             "Drain attempts that failed with a retryable error",
             self.drain_retries.clone(),
+        );
+        registry.register(
+            "spool_recoveries",
+            "Times the spool reopened itself in place after a failed directory sync",
+            self.recoveries.clone(),
         );
         registry.register_with_unit(
             "upload_direct",
@@ -254,6 +261,11 @@ impl Metrics {
     /// Entries quarantined so far (at open and while draining).
     pub fn quarantined_total(&self) -> u64 {
         self.quarantined.get()
+    }
+
+    /// Times the spool reopened itself after a failed directory sync, so far.
+    pub fn recoveries_total(&self) -> u64 {
+        self.recoveries.get()
     }
 
     /// Failed drain attempts that will be retried, so far.

@@ -1,15 +1,16 @@
 //! Setting entries aside: `dead-letter/` for entries the store refused for good (with
 //! the store's error beside them), `quarantine/` for entries that failed verification
-//! (with the reason). Sequence numbers continue past every set-aside one, so a
-//! dead-lettered entry keeps its file name.
+//! or could not be read (with the reason). Sequence numbers continue past every
+//! set-aside one, so an entry keeps its file name. If the move fails the entry stays
+//! indexed and its claim is released.
 
 use std::io;
 use std::path::Path;
 
 use bytes::Bytes;
 
-use super::layout::{ERROR_SUFFIX, REASON_SUFFIX, entry_file_name};
-use super::{Claim, Spool};
+use super::layout::{ERROR_SUFFIX, REASON_SUFFIX};
+use super::{Claim, Spool, SpoolDir};
 use crate::disk::Disk;
 
 /// Where a settled entry that was not delivered goes.
@@ -34,45 +35,50 @@ impl Spool {
         self.set_aside(claim, Aside::DeadLetter, error).await
     }
 
-    /// Moves a claimed entry that failed verification to `quarantine/`.
+    /// Moves a claimed entry that failed verification or reading to `quarantine/`.
     pub async fn quarantine(&self, claim: Claim, reason: &str) -> io::Result<()> {
         self.set_aside(claim, Aside::Quarantine, reason).await
     }
 
     async fn set_aside(&self, mut claim: Claim, aside: Aside, note: &str) -> io::Result<()> {
         let inner = &*self.inner;
-        let file = entry_file_name(claim.seq());
-        let (dir, note_suffix) = match aside {
-            Aside::DeadLetter => (&inner.dead_letter_dir, ERROR_SUFFIX),
-            Aside::Quarantine => (&inner.quarantine_dir, REASON_SUFFIX),
+        let (to, note_suffix) = match aside {
+            Aside::DeadLetter => (&inner.dead_letter, ERROR_SUFFIX),
+            Aside::Quarantine => (&inner.quarantine, REASON_SUFFIX),
         };
-        let from = inner.entries_dir.join(&file);
-        let moved = move_with_note(&*inner.disk, &from, dir, &file, note_suffix, note).await;
+        let file = claim.file_name().to_owned();
+        let from = inner.entries.path.join(&file);
+        move_with_note(&*inner.disk, &from, &to.path, &file, note_suffix, note).await?;
         {
             let mut state = self.state();
             self.forget(&mut state, &mut claim);
-            match (&moved, aside) {
-                (Err(_), _) => {}
-                (Ok(()), Aside::DeadLetter) => state.dead_letter_files += 1,
-                (Ok(()), Aside::Quarantine) => state.quarantined_files += 1,
+            match aside {
+                Aside::DeadLetter => state.dead_letter_files += 1,
+                Aside::Quarantine => state.quarantined_files += 1,
             }
         }
         inner.changed.notify_waiters();
-        moved?;
         match aside {
             Aside::DeadLetter => inner.metrics.dead_lettered.inc(),
             Aside::Quarantine => inner.metrics.quarantined.inc(),
         };
         tracing::warn!(seq = claim.seq(), %note, "{} spool entry", aside.as_str());
-        inner.disk.sync_dir(&inner.entries_dir).await
+        self.sync_set_aside(to).await
+    }
+
+    /// Makes a move durable: the target directory (which holds the rename and the
+    /// note), then `entries/`.
+    async fn sync_set_aside(&self, to: &SpoolDir) -> io::Result<()> {
+        self.sync_dir(to).await?;
+        self.sync_dir(&self.inner.entries).await
     }
 }
 
-/// Moves `from` into `to_dir` as `target`, writes `<target><note_suffix>` holding `note`,
-/// and makes both durable in `to_dir`. The caller syncs the source directory.
+/// Moves `from` into `to_dir` as `target`, then writes `<target><note_suffix>`
+/// holding `note`. The caller makes both durable.
 ///
-/// The move comes first and the note is best effort: a rename needs no free space,
-/// so a corrupt entry can be set aside even on a full disk (the note then says
+/// The move comes first and the note is best effort: a rename needs no data blocks,
+/// so a corrupt entry can usually be set aside on a full disk (the note then says
 /// nothing, and the log says why).
 pub(super) async fn move_with_note(
     disk: &dyn Disk,
@@ -91,5 +97,5 @@ pub(super) async fn move_with_note(
     {
         tracing::warn!(file = %note_path.display(), error = %e, %note, "cannot write the note beside a set-aside entry");
     }
-    disk.sync_dir(to_dir).await
+    Ok(())
 }

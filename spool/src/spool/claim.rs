@@ -1,6 +1,7 @@
 //! Claims: a drainer worker's exclusive right to one entry, oldest first. A claim is
 //! settled by removing the entry (delivered) or setting it aside ([`super::aside`]);
-//! dropping it unsettled gives the entry back to the queue.
+//! dropping it unsettled gives the entry back to the queue. The index forgets an
+//! entry only once its removal or move has succeeded.
 //!
 //! Removals of delivered entries are made durable in batches: one directory sync per
 //! `remove_sync_batch` removals, and when the spool empties. A power loss can bring
@@ -12,8 +13,8 @@ use std::path::PathBuf;
 
 use bytes::Bytes;
 
-use super::layout::{self, VerifyError, entry_file_name};
-use super::{Spool, State};
+use super::layout::{self, VerifyError};
+use super::{Spool, State, UNREADABLE_AFTER};
 use crate::entry::Header;
 
 /// Why a claimed entry could not be read back.
@@ -22,14 +23,27 @@ pub enum ReadError {
     /// The file is not the intact entry its name says: quarantine it.
     #[error("entry failed verification: {0}")]
     Corrupt(#[from] VerifyError),
-    /// The file could not be read.
+    /// The file could not be read this time.
     #[error("cannot read {path}: {source}")]
     Io {
         /// The entry file.
         path: PathBuf,
         /// The underlying error.
         source: io::Error,
+        /// Failed reads of this entry in a row, this one included.
+        failures: u8,
     },
+}
+
+impl ReadError {
+    /// True when the entry should be set aside rather than tried again: it fails
+    /// verification, or [`UNREADABLE_AFTER`] reads in a row failed.
+    pub fn is_final(&self) -> bool {
+        match self {
+            ReadError::Corrupt(_) => true,
+            ReadError::Io { failures, .. } => *failures >= UNREADABLE_AFTER,
+        }
+    }
 }
 
 /// Exclusive right to work on one stored entry. Dropping it unsettled gives the entry
@@ -38,6 +52,7 @@ pub struct Claim {
     spool: Spool,
     seq: u64,
     created_unix_ms: u64,
+    file: String,
     settled: bool,
 }
 
@@ -50,6 +65,11 @@ impl Claim {
     /// When the entry was written, in ms since the Unix epoch.
     pub fn created_unix_ms(&self) -> u64 {
         self.created_unix_ms
+    }
+
+    /// The entry's file name in `entries/`.
+    pub fn file_name(&self) -> &str {
+        &self.file
     }
 }
 
@@ -68,21 +88,25 @@ impl Drop for Claim {
 }
 
 impl Spool {
-    /// Claims the oldest entry no one else has claimed, if any. The claim is released
-    /// when dropped unless it is settled by [`Spool::remove`],
-    /// [`Spool::dead_letter`] or [`Spool::quarantine`].
+    /// Claims the oldest entry no one else has claimed, if any, unless the spool is
+    /// reopening itself. The claim is released when dropped unless it is settled by
+    /// [`Spool::remove`], [`Spool::dead_letter`] or [`Spool::quarantine`].
     pub fn claim_oldest(&self) -> Option<Claim> {
         let mut state = self.state();
+        if state.broken.is_some() {
+            return None;
+        }
         // At most one claim per drainer worker exists, so this skips a handful.
         let (&seq, meta) = state.index.iter_mut().find(|(_, m)| !m.claimed)?;
         meta.claimed = true;
-        let created_unix_ms = meta.created_unix_ms;
+        let (created_unix_ms, file) = (meta.created_unix_ms, meta.file_name(seq));
         state.claimed += 1;
         state.check(&self.inner.config);
         Some(Claim {
             spool: self.clone(),
             seq,
             created_unix_ms,
+            file,
             settled: false,
         })
     }
@@ -100,25 +124,46 @@ impl Spool {
         }
     }
 
-    /// Reads and verifies a claimed entry (the checks open makes: format, checksums,
-    /// sequence number, object name).
+    /// Reads and verifies a claimed entry (format, checksums, that the header is the
+    /// one its file name says, a valid object name). Counts failed reads in a row.
     pub async fn read(&self, claim: &Claim) -> Result<(Header, Bytes), ReadError> {
-        let file = entry_file_name(claim.seq);
-        let path = self.inner.entries_dir.join(&file);
-        let data = self
-            .inner
-            .disk
-            .read(&path)
-            .await
-            .map_err(|source| ReadError::Io { path, source })?;
-        Ok(layout::verify(&file, Bytes::from(data))?)
+        let path = self.inner.entries.path.join(&claim.file);
+        let read = self.inner.disk.read(&path).await;
+        let mut state = self.state();
+        let meta = state.index.get_mut(&claim.seq);
+        match read {
+            Ok(data) => {
+                if let Some(meta) = meta {
+                    meta.read_failures = 0;
+                }
+                drop(state);
+                Ok(layout::verify(&claim.file, Bytes::from(data))?)
+            }
+            Err(source) => {
+                let failures = meta.map_or(UNREADABLE_AFTER, |m| {
+                    m.read_failures = m.read_failures.saturating_add(1);
+                    m.read_failures
+                });
+                Err(ReadError::Io {
+                    path,
+                    source,
+                    failures,
+                })
+            }
+        }
     }
 
-    /// Deletes a claimed entry whose object is safely in the store.
+    /// Deletes a claimed entry whose object is safely in the store. If the removal
+    /// fails the entry stays indexed and the claim is released.
     pub async fn remove(&self, mut claim: Claim) -> io::Result<()> {
         let inner = &*self.inner;
-        let path = inner.entries_dir.join(entry_file_name(claim.seq));
-        let removed = inner.disk.remove(&path).await;
+        let path = inner.entries.path.join(&claim.file);
+        match inner.disk.remove(&path).await {
+            Ok(()) => {}
+            // Already gone (a removal whose error hid its success): forget it.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
         let sync_now = {
             let mut state = self.state();
             self.forget(&mut state, &mut claim);
@@ -131,13 +176,8 @@ impl Spool {
             due
         };
         inner.changed.notify_waiters();
-        removed?;
         if sync_now {
-            let ticket = inner.dir_sync.ticket();
-            inner
-                .dir_sync
-                .wait_durable(&*inner.disk, &inner.entries_dir, ticket)
-                .await?;
+            self.sync_dir(&inner.entries).await?;
         }
         Ok(())
     }
@@ -155,7 +195,9 @@ impl Spool {
 
     fn release(&self, seq: u64) {
         let mut state = self.state();
-        if let Some(meta) = state.index.get_mut(&seq) {
+        if let Some(meta) = state.index.get_mut(&seq)
+            && meta.claimed
+        {
             meta.claimed = false;
             state.claimed -= 1;
         }
