@@ -16,5 +16,6 @@ pub mod recorder;
 pub mod report;
 pub mod scenario;
 pub mod series;
+pub mod simdisk;
 pub mod sweep;
 pub mod world;
