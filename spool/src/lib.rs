@@ -42,6 +42,8 @@
 pub mod alerts;
 pub mod backoff;
 pub mod clock;
+#[cfg(feature = "connect")]
+pub mod connect;
 pub mod disk;
 pub mod drainer;
 pub mod entry;
@@ -67,6 +69,6 @@ pub use remote::Remote;
 #[cfg(feature = "mutations")]
 pub use spool::Mutation;
 pub use spool::layout;
-pub use spool::{Claim, OpenReport, ReadError, Receipt, Spool, SpoolConfig};
+pub use spool::{Claim, OpenReport, ReadError, Receipt, Requeued, SetAside, Spool, SpoolConfig};
 pub use stats::Stats;
 pub use uploader::{Outcome, Uploader, UploaderConfig};

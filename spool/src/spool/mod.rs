@@ -37,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+pub use aside::{Requeued, SetAside};
 pub use claim::{Claim, ReadError};
 pub use open::OpenReport;
 pub use put::Receipt;
