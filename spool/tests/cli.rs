@@ -134,6 +134,8 @@ async fn stat_ls_and_verify_print_json_for_machines() {
 }
 
 #[tokio::test]
+// A real child process: its deadline can only be on the real clock.
+#[allow(clippy::disallowed_methods)]
 async fn ls_with_a_limit_reads_only_the_headers_it_shows() {
     let dir = tempfile::tempdir().unwrap();
     spool_with_a_dead_letter(dir.path()).await;
