@@ -81,6 +81,7 @@ impl DrainerConfig {
 /// mid-entry, which is safe (a claimed entry stays on disk) but not graceful.
 #[derive(Debug)]
 pub struct Drainer {
+    spool: Spool,
     stop: watch::Sender<bool>,
     workers: Vec<JoinHandle<()>>,
 }
@@ -107,15 +108,21 @@ impl Drainer {
                 tokio::spawn(worker.run())
             })
             .collect();
-        Drainer { stop, workers }
+        Drainer {
+            spool,
+            stop,
+            workers,
+        }
     }
 
-    /// Stops the workers between entries and waits for them.
+    /// Stops the workers between entries, waits for them, and for the removals of
+    /// the entries they delivered.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
         for worker in std::mem::take(&mut self.workers) {
             let _ = worker.await;
         }
+        self.spool.flush_removals().await;
     }
 }
 
@@ -182,7 +189,9 @@ impl Worker {
                 Step::Done(how) => {
                     backoff.reset();
                     self.spool.metrics().drained(how);
-                    self.spool.remove(claim).await
+                    // Off the worker's path: the remover deletes in batches.
+                    self.spool.remove_in_background(claim);
+                    Ok(())
                 }
                 Step::DeadLetter(error) => self.spool.dead_letter(claim, &error).await,
                 Step::Retry(e) => {

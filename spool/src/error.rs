@@ -88,11 +88,9 @@ pub enum PutError {
     InvalidAttributes(#[from] InvalidAttributes),
     /// Writing this entry failed (an I/O error on its own file); nothing was stored
     /// and the spool goes on.
-    #[error("cannot store the entry: {op} {path}: {message}")]
+    #[error("cannot store the entry {path}: {message}")]
     Io {
-        /// What was being done: `writing` or `renaming`.
-        op: &'static str,
-        /// The entry's file.
+        /// The entry's temporary file.
         path: PathBuf,
         /// The error.
         message: String,

@@ -153,33 +153,120 @@ impl Spool {
         }
     }
 
-    /// Deletes a claimed entry whose object is safely in the store. If the removal
-    /// fails the entry stays indexed and the claim is released.
-    pub async fn remove(&self, mut claim: Claim) -> io::Result<()> {
-        let inner = &*self.inner;
-        let path = inner.entries.path.join(&claim.file);
-        match inner.disk.remove(&path).await {
-            Ok(()) => {}
-            // Already gone (a removal whose error hid its success): forget it.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
+    /// Deletes a claimed entry whose object is safely in the store, and returns once
+    /// it is removed. If the removal fails the entry stays indexed and the claim is
+    /// released. See [`Spool::remove_in_background`] for the drainer's way.
+    pub async fn remove(&self, claim: Claim) -> io::Result<()> {
+        let seq = claim.seq;
+        self.remove_in_background(claim);
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let state = self.state();
+                let queued = state.removals.iter().any(|(s, _)| *s == seq);
+                if !queued && !state.removing.contains(&seq) {
+                    return match state.index.get(&seq) {
+                        None => Ok(()),
+                        Some(_) => Err(io::Error::other(format!(
+                            "removing entry {seq} failed; it stays in the spool"
+                        ))),
+                    };
+                }
+            }
+            changed.await;
         }
+    }
+
+    /// Hands a claimed entry whose object is safely in the store to the remover,
+    /// which deletes queued entries in one call per batch and syncs `entries/` every
+    /// `remove_sync_batch` removals: the drainer's worker goes on at once. The entry
+    /// stays indexed (and claimed) until its removal succeeded; a failed removal
+    /// gives it back to the queue, and its next upload is answered "already exists".
+    pub fn remove_in_background(&self, mut claim: Claim) {
+        claim.settled = true;
+        let mut state = self.state();
+        debug_assert!(
+            state.index.get(&claim.seq).is_some_and(|m| m.claimed),
+            "removal of an unclaimed entry {}",
+            claim.seq
+        );
+        state
+            .removals
+            .push((claim.seq, std::mem::take(&mut claim.file)));
+        drop(state);
+        self.inner.removals_wake.notify_one();
+    }
+
+    /// Waits until every removal handed to the remover is done.
+    pub async fn flush_removals(&self) {
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let state = self.state();
+                if state.removals.is_empty() && state.removing.is_empty() {
+                    return;
+                }
+            }
+            changed.await;
+        }
+    }
+
+    /// Removes one batch from the queue: one disk call, then the index, then a
+    /// directory sync when one is due.
+    async fn remove_batch(&self, batch: Vec<(u64, String)>) {
+        let inner = &*self.inner;
+        let paths: Vec<PathBuf> = batch
+            .iter()
+            .map(|(_, f)| inner.entries.path.join(f))
+            .collect();
+        let results = match inner.disk.remove_all(&paths).await {
+            Ok(results) => results,
+            Err(e) => batch
+                .iter()
+                .map(|_| Err(io::Error::new(e.kind(), e.to_string())))
+                .collect(),
+        };
         let sync_now = {
             let mut state = self.state();
-            self.forget(&mut state, &mut claim);
-            state.unsynced_removes += 1;
-            let due =
-                state.unsynced_removes >= inner.config.remove_sync_batch || state.index.is_empty();
+            let mut removed = 0;
+            for ((seq, file), result) in batch.iter().zip(results) {
+                match result {
+                    // NotFound: a removal whose error hid its success.
+                    Ok(()) => removed += 1,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => removed += 1,
+                    Err(e) => {
+                        tracing::error!(error = %e, %file, "cannot remove a drained entry; it will be sent again");
+                        self.unclaim(&mut state, *seq);
+                        continue;
+                    }
+                }
+                if let Some(meta) = state.index.remove(seq) {
+                    state.bytes -= meta.file_bytes;
+                    state.claimed -= 1;
+                }
+            }
+            state.unsynced_removes += removed;
+            let due = state.unsynced_removes >= inner.config.remove_sync_batch
+                || (state.index.is_empty() && state.unsynced_removes > 0);
             if due {
                 state.unsynced_removes = 0;
             }
+            state.check(&inner.config);
             due
         };
-        inner.changed.notify_waiters();
         if sync_now {
-            self.sync_dir(&inner.entries).await?;
+            let _ = self.sync_dir(&inner.entries).await;
         }
-        Ok(())
+        // Last, and with no await after it: whoever waits for these removals may
+        // drop the spool at once, and the remover must not be holding it then.
+        self.state()
+            .removing
+            .retain(|seq| !batch.iter().any(|(s, _)| s == seq));
+        inner.changed.notify_waiters();
     }
 
     /// Drops a settled claim's entry from the index.
@@ -195,14 +282,47 @@ impl Spool {
 
     fn release(&self, seq: u64) {
         let mut state = self.state();
+        self.unclaim(&mut state, seq);
+        state.check(&self.inner.config);
+        drop(state);
+        self.inner.changed.notify_waiters();
+    }
+
+    fn unclaim(&self, state: &mut State, seq: u64) {
         if let Some(meta) = state.index.get_mut(&seq)
             && meta.claimed
         {
             meta.claimed = false;
             state.claimed -= 1;
         }
-        state.check(&self.inner.config);
-        drop(state);
-        self.inner.changed.notify_waiters();
+    }
+}
+
+/// The remover task: deletes what [`Spool::remove_in_background`] queued, a batch
+/// per disk call, until the spool is dropped.
+pub(super) async fn run_remover(
+    inner: std::sync::Weak<super::Inner>,
+    wake: std::sync::Arc<tokio::sync::Notify>,
+) {
+    loop {
+        let woken = wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let spool = Spool { inner };
+        let batch = {
+            let mut state = spool.state();
+            let batch = std::mem::take(&mut state.removals);
+            state.removing.extend(batch.iter().map(|(seq, _)| *seq));
+            batch
+        };
+        if batch.is_empty() {
+            drop(spool);
+            woken.await;
+        } else {
+            spool.remove_batch(batch).await;
+        }
     }
 }

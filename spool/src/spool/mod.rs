@@ -130,6 +130,10 @@ struct State {
     quarantined_files: u64,
     dead_letter_files: u64,
     unsynced_removes: u32,
+    /// Delivered entries waiting for the remover: (sequence, file name).
+    removals: Vec<(u64, String)>,
+    /// Entries the remover is deleting now.
+    removing: Vec<u64>,
 }
 
 impl State {
@@ -199,7 +203,16 @@ struct Inner {
     metrics: Metrics,
     state: Mutex<State>,
     changed: tokio::sync::Notify,
+    /// Wakes the remover task ([`claim::run_remover`]).
+    removals_wake: Arc<tokio::sync::Notify>,
     _lock: DiskLock,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Lets the remover see that the spool is gone.
+        self.removals_wake.notify_one();
+    }
 }
 
 /// A bounded, crash-safe spool of pending objects in one directory.

@@ -119,6 +119,8 @@ impl Spool {
             quarantined_files: layout::count_data_files(&scan.quarantine, REASON_SUFFIX),
             dead_letter_files: layout::count_data_files(&scan.dead_letter, ERROR_SUFFIX),
             unsynced_removes: 0,
+            removals: Vec::new(),
+            removing: Vec::new(),
         };
         state.check(&config);
         let mut report = scan.report;
@@ -134,9 +136,14 @@ impl Spool {
                 metrics,
                 state: Mutex::new(state),
                 changed: tokio::sync::Notify::new(),
+                removals_wake: Arc::new(tokio::sync::Notify::new()),
                 _lock: lock,
             }),
         };
+        tokio::spawn(super::claim::run_remover(
+            Arc::downgrade(&spool.inner),
+            spool.inner.removals_wake.clone(),
+        ));
         Ok((spool, report))
     }
 }

@@ -158,15 +158,10 @@ impl Spool {
             reservation.file_bytes,
         ));
 
-        if let Err(e) = inner.disk.create_synced(&tmp, data).await {
-            let _ = inner.disk.remove(&tmp).await;
-            return Err(put_failed("writing", &tmp, e));
-        }
-        if let Err(e) = inner.disk.rename(&tmp, &path).await {
-            // The rename may or may not have happened: remove both names.
-            let _ = inner.disk.remove(&tmp).await;
-            let _ = inner.disk.remove(&path).await;
-            return Err(put_failed("renaming", &tmp, e));
+        if let Err(e) = inner.disk.write_and_rename(&tmp, &path, data).await {
+            // Which step failed is unknown here: remove both names, best effort.
+            let _ = inner.disk.remove_all(&[tmp.clone(), path]).await;
+            return Err(put_failed(&tmp, e));
         }
         let ticket = inner.entries.sync.ticket();
         if self.sync_dir_upto(&inner.entries, ticket).await.is_err() {
@@ -214,12 +209,11 @@ impl Spool {
 
 /// The error for a put whose own file failed: full when out of space, otherwise an
 /// I/O error of this put alone.
-fn put_failed(op: &'static str, path: &std::path::Path, e: std::io::Error) -> PutError {
+fn put_failed(path: &std::path::Path, e: std::io::Error) -> PutError {
     if is_out_of_space(&e) {
         PutError::Full(FullReason::Disk)
     } else {
         PutError::Io {
-            op,
             path: path.to_path_buf(),
             message: e.to_string(),
         }

@@ -90,7 +90,7 @@ async fn a_failed_rename_fails_that_put_only() {
     let spool = fx.spool().await;
     fx.disk.fail_next(Op::Rename, io::ErrorKind::Other);
     let err = spool.put("lost", payload(10)).await.unwrap_err();
-    assert!(matches!(err, PutError::Io { op: "renaming", .. }), "{err}");
+    assert!(matches!(err, PutError::Io { .. }), "{err}");
     assert!(err.is_transient());
     assert!(fx.entries().is_empty(), "{:?}", fx.entries());
     assert_eq!(spool.stats().broken, None);
@@ -116,7 +116,7 @@ async fn a_failed_temp_file_write_fails_that_put_only() {
     let spool = fx.spool().await;
     fx.disk.fail_next(Op::Create, io::ErrorKind::Other);
     let err = spool.put("lost", payload(10)).await.unwrap_err();
-    assert!(matches!(err, PutError::Io { op: "writing", .. }), "{err}");
+    assert!(matches!(err, PutError::Io { .. }), "{err}");
     assert!(fx.entries().is_empty(), "{:?}", fx.entries());
     spool.put("next", payload(10)).await.unwrap();
     assert_eq!(spool.stats().broken, None);
