@@ -1,8 +1,8 @@
 //! The spool's Prometheus series: their names (once, in [`names`], in base units),
 //! the counters and histograms the uploader, drainer and spool update ([`Metrics`]),
 //! the gauges read from a [`Stats`] view at scrape time, constant labels that let
-//! several spools share one registry, and the endpoint that serves them (feature
-//! `http`).
+//! several spools share one registry, the endpoint that serves them (feature `http`),
+//! and the Grafana dashboard built on them ([`dashboard`]).
 //!
 //! | metric | type | meaning |
 //! |---|---|---|
@@ -34,6 +34,7 @@
 //! Two spools in one registry need constant labels to tell their series apart:
 //! [`Spool::register_metrics_with_labels`] (or [`Metrics::register_with_labels`]).
 
+pub mod dashboard;
 #[cfg(feature = "http")]
 mod endpoint;
 #[cfg(feature = "http")]
