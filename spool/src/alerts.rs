@@ -33,9 +33,12 @@
 //! | [`Condition::Absent`] | `absent(spool_files)` | `metrics_absent` |
 //!
 //! When the target is down its series are stale (Prometheus writes staleness markers
-//! when a scrape fails): no expression but `absent` has a result, so
-//! [`Condition::holds`] is false for every other condition while `metrics_absent`.
-//! Range functions skip the missing scrapes. Prometheus's `absent(spool_files)` looks
+//! when a scrape fails): an instant selector has no value, so while `metrics_absent`
+//! [`Condition::holds`] is false for every condition that reads one (all but
+//! `Absent`, `Rejecting` and `Reopened`). A range selector still holds the scrapes
+//! taken before within its range, so `increase()` can keep a `Rejecting` or
+//! `Reopened` alert firing while the target is down; the model computes the windowed
+//! fields from the scrapes taken and agrees (`tests/promtool.rs` checks it). Prometheus's `absent(spool_files)` looks
 //! at every spool it scrapes; the model, like the simulation, evaluates one spool.
 
 use std::fmt::Write as _;
@@ -116,7 +119,9 @@ pub struct Sample {
     pub predicted_bytes: Option<f64>,
     /// `predict_linear(spool_files[lookback], horizon)`; `None` as above.
     pub predicted_files: Option<f64>,
-    /// No `spool_files` series at this instant (the target is down or not scraped).
+    /// No `spool_files` series at this instant (the target is down or not scraped):
+    /// the instant values above are stale; the windowed fields still count the
+    /// scrapes taken within the window.
     pub metrics_absent: bool,
 }
 
@@ -164,7 +169,9 @@ impl Condition {
 
     /// Whether the condition holds for `s`, as the PromQL would have a result.
     pub fn holds(&self, s: &Sample) -> bool {
-        if s.metrics_absent {
+        let instant_values_stale = s.metrics_absent;
+        let reads_only_ranges = matches!(self, Condition::Rejecting(_) | Condition::Reopened(_));
+        if instant_values_stale && !reads_only_ranges {
             return *self == Condition::Absent;
         }
         let above = |v: Option<f64>, max: u64| v.is_some_and(|v| v > max as f64);
@@ -272,7 +279,7 @@ pub const RULES: [AlertRule; 9] = [
         hold_for: Duration::ZERO,
         severity: "warning",
         summary: "Dead-lettered entries wait on {{ $labels.instance }}",
-        description: "{{ $value }} files are in dead-letter/ of the spool on {{ $labels.instance }}: the store refused them for good (a permanent error, or a different object already under the name). They stay there until an operator deals with them; the alert resolves when dead-letter/ is empty.",
+        description: "Files in dead-letter/ of the spool on {{ $labels.instance }}: {{ $value }}. The store refused these entries for good (a permanent error, or a different object already under the name). They stay there until an operator deals with them; the alert resolves when dead-letter/ is empty.",
     },
     AlertRule {
         name: "SpoolQuarantineFiles",
@@ -280,7 +287,7 @@ pub const RULES: [AlertRule; 9] = [
         hold_for: Duration::ZERO,
         severity: "warning",
         summary: "Quarantined entries wait on {{ $labels.instance }}",
-        description: "{{ $value }} files are in quarantine/ of the spool on {{ $labels.instance }}: entries that failed verification or kept failing to read, each with a .reason file. They stay there until an operator deals with them; the alert resolves when quarantine/ is empty.",
+        description: "Files in quarantine/ of the spool on {{ $labels.instance }}: {{ $value }}. These entries failed verification or kept failing to read, each with a .reason file. They stay there until an operator deals with them; the alert resolves when quarantine/ is empty.",
     },
     AlertRule {
         name: "SpoolBroken",
@@ -296,7 +303,7 @@ pub const RULES: [AlertRule; 9] = [
         hold_for: Duration::ZERO,
         severity: "warning",
         summary: "The spool on {{ $labels.instance }} reopened itself after a failed directory sync",
-        description: "The spool on {{ $labels.instance }} reopened itself about {{ $value | printf \"%.0f\" }} times in the last hour after failed directory syncs; each time the puts in flight failed. The disk may be failing.",
+        description: "The spool on {{ $labels.instance }} reopened itself after a failed directory sync in the last hour (reopenings counted: {{ $value | printf \"%.0f\" }}); each time the puts in flight failed. The disk may be failing.",
     },
     AlertRule {
         name: "SpoolMetricsAbsent",
@@ -538,22 +545,24 @@ impl Scrapes<'_> {
     /// condition's [`Condition::range`]: the scrapes taken in `[t - range, t]`.
     /// `dead_lettered_in_window` stays 0 (the dead-letter counter is not scraped here).
     pub fn sample(&self, k: usize, condition: &Condition) -> Sample {
-        let Some(now) = self.scrapes[k] else {
-            return Sample {
+        let mut sample = match self.scrapes[k] {
+            Some(now) => Sample {
+                files: now.files,
+                bytes: now.bytes,
+                max_files: now.max_files,
+                max_bytes: now.max_bytes,
+                oldest_age_seconds: now.oldest_age_seconds,
+                broken: now.broken,
+                dead_letter_files: now.dead_letter_files,
+                quarantined_files: now.quarantined_files,
+                ..Sample::default()
+            },
+            // The instant values are stale; the range functions still see the
+            // scrapes taken before.
+            None => Sample {
                 metrics_absent: true,
                 ..Sample::default()
-            };
-        };
-        let mut sample = Sample {
-            files: now.files,
-            bytes: now.bytes,
-            max_files: now.max_files,
-            max_bytes: now.max_bytes,
-            oldest_age_seconds: now.oldest_age_seconds,
-            broken: now.broken,
-            dead_letter_files: now.dead_letter_files,
-            quarantined_files: now.quarantined_files,
-            ..Sample::default()
+            },
         };
         let Some(range) = condition.range() else {
             return sample;

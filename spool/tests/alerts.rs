@@ -78,7 +78,7 @@ fn conditions_read_the_sample_as_the_promql_says() {
 }
 
 #[test]
-fn while_the_metrics_are_absent_only_the_absent_condition_holds() {
+fn while_the_metrics_are_absent_only_absent_and_the_range_conditions_hold() {
     let everything_wrong = Sample {
         files: 100,
         bytes: 1000,
@@ -97,7 +97,39 @@ fn while_the_metrics_are_absent_only_the_absent_condition_holds() {
         .filter(|r| r.condition.holds(&everything_wrong))
         .map(|r| r.name)
         .collect();
-    assert_eq!(holding, ["SpoolMetricsAbsent"]);
+    assert_eq!(
+        holding,
+        [
+            "SpoolRejectingUploads",
+            "SpoolReopened",
+            "SpoolMetricsAbsent"
+        ]
+    );
+}
+
+#[test]
+fn an_increase_keeps_firing_while_the_target_is_down() {
+    // promtool found this: a range selector still holds the scrapes taken before
+    // the target went down, staleness markers or not; an instant selector does not.
+    let up = |rejected_total| {
+        Some(Scrape {
+            quarantined_files: 1,
+            rejected_total,
+            ..Scrape::default()
+        })
+    };
+    let scrapes = [up(0), up(2), None, None, up(2)];
+    let s = Scrapes {
+        interval: MIN,
+        scrapes: &scrapes,
+    };
+    let rejecting = rule("SpoolRejectingUploads");
+    let while_down = s.sample(3, &rejecting.condition);
+    assert!(while_down.metrics_absent);
+    assert_eq!(while_down.rejected_in_window, 2);
+    assert_eq!(s.firing(&rejecting), [false, true, true, true, true]);
+    let quarantine = rule("SpoolQuarantineFiles");
+    assert_eq!(s.firing(&quarantine), [true, true, false, false, true]);
 }
 
 #[test]
