@@ -10,6 +10,14 @@ use spool::metrics::names;
 
 const MIN: Duration = Duration::from_secs(60);
 
+/// Scrapes a minute apart.
+fn minutely(scrapes: &[Option<Scrape>]) -> Scrapes<'_> {
+    Scrapes {
+        interval: MIN,
+        scrapes,
+    }
+}
+
 fn rule(name: &str) -> AlertRule {
     *RULES
         .iter()
@@ -119,10 +127,7 @@ fn an_increase_keeps_firing_while_the_target_is_down() {
         })
     };
     let scrapes = [up(0), up(2), None, None, up(2)];
-    let s = Scrapes {
-        interval: MIN,
-        scrapes: &scrapes,
-    };
+    let s = minutely(&scrapes);
     let rejecting = rule("SpoolRejectingUploads");
     let while_down = s.sample(3, &rejecting.condition);
     assert!(while_down.metrics_absent);
@@ -169,10 +174,7 @@ fn a_window_holds_the_scrapes_from_t_minus_the_range_to_t_inclusive() {
     // Prometheus 2.42 (promtool) fires increase(c[5m]) > 0 at 5m for a rise
     // between 0m and 1m, and not at 6m.
     let scrapes = [up(0), up(1), up(1), up(1), up(1), up(1), up(1)];
-    let s = Scrapes {
-        interval: MIN,
-        scrapes: &scrapes,
-    };
+    let s = minutely(&scrapes);
     let rejecting = rule("SpoolRejectingUploads").condition;
     assert_eq!(s.sample(5, &rejecting).rejected_in_window, 1);
     assert_eq!(s.sample(6, &rejecting).rejected_in_window, 0);
@@ -182,10 +184,7 @@ fn a_window_holds_the_scrapes_from_t_minus_the_range_to_t_inclusive() {
 #[test]
 fn a_restart_resets_the_counter_without_hiding_a_rise() {
     let scrapes = [up(4), None, up(0), up(2)];
-    let s = Scrapes {
-        interval: MIN,
-        scrapes: &scrapes,
-    };
+    let s = minutely(&scrapes);
     let rejecting = rule("SpoolRejectingUploads").condition;
     assert_eq!(s.sample(2, &rejecting).rejected_in_window, 0);
     assert_eq!(s.sample(3, &rejecting).rejected_in_window, 2);
@@ -206,10 +205,7 @@ fn the_forecast_is_fitted_to_the_lookback_and_extended_by_the_horizon() {
             })
         })
         .collect();
-    let s = Scrapes {
-        interval: MIN,
-        scrapes: &scrapes,
-    };
+    let s = minutely(&scrapes);
     let filling = rule("SpoolFullWithinAnHour").condition;
     let at_40 = s.sample(40, &filling);
     assert!(
@@ -235,10 +231,7 @@ fn an_alert_fires_after_its_hold_time_and_resolves_when_the_condition_ends() {
         })
     };
     let scrapes: Vec<Option<Scrape>> = (0..12).map(|m| broken((2..9).contains(&m))).collect();
-    let s = Scrapes {
-        interval: MIN,
-        scrapes: &scrapes,
-    };
+    let s = minutely(&scrapes);
     let rule = rule("SpoolBroken");
     assert_eq!(rule.hold_for, 5 * MIN);
     assert_eq!(
@@ -263,10 +256,7 @@ fn absent_metrics_fire_after_ten_minutes_and_a_gap_resets_other_alerts() {
     ];
     scrapes.extend([None; 12]);
     scrapes.push(scrapes[0]);
-    let s = Scrapes {
-        interval: MIN,
-        scrapes: &scrapes,
-    };
+    let s = minutely(&scrapes);
     assert_eq!(
         s.windows(&rule("SpoolMetricsAbsent")),
         [Firing {
@@ -393,10 +383,7 @@ fn a_promtool_test_refuses_what_promtool_could_not_check() {
 #[test]
 fn input_series_skip_the_scrapes_not_taken() {
     let scrapes = [up(1), None, up(3)];
-    let s = Scrapes {
-        interval: MIN,
-        scrapes: &scrapes,
-    };
+    let s = minutely(&scrapes);
     let series = s.input_series();
     let (_, rejected) = series
         .iter()

@@ -13,10 +13,9 @@
 //! `instance` (one or more scraped spools, from `label_values(spool_files, instance)`).
 
 use std::fmt::Write as _;
-use std::time::Duration;
 
 use super::names::*;
-use crate::alerts::{Condition, RULES, prometheus_duration, yaml_str};
+use crate::alerts::{Condition, RULES, prometheus_duration, quoted};
 
 /// How a panel draws its queries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +52,29 @@ pub struct Panel {
     pub threshold: Option<f64>,
 }
 
+impl Panel {
+    /// A time-series panel without a threshold.
+    fn lines(
+        title: &'static str,
+        description: &'static str,
+        unit: &'static str,
+        queries: Vec<Query>,
+    ) -> Panel {
+        Panel {
+            title,
+            description,
+            unit,
+            kind: PanelKind::TimeSeries,
+            queries,
+            threshold: None,
+        }
+    }
+
+    fn with_threshold(self, threshold: Option<f64>) -> Panel {
+        Panel { threshold, ..self }
+    }
+}
+
 /// `name` restricted to the dashboard's instances.
 fn sel(name: &str) -> String {
     format!("{name}{{instance=~\"$instance\"}}")
@@ -86,7 +108,7 @@ pub fn panels() -> Vec<Panel> {
             Condition::FullWithin { lookback, horizon } => Some((lookback, horizon)),
             _ => None,
         })
-        .unwrap_or((Duration::from_secs(1800), Duration::from_secs(3600)));
+        .expect("the shipped rules forecast fullness");
     let latency = |name: &str, legend: &str| {
         q(
             format!(
@@ -97,37 +119,32 @@ pub fn panels() -> Vec<Panel> {
         )
     };
     vec![
-        Panel {
-            title: "Entries",
-            description: "Entries stored (the backlog), the max_files bound, entries drainer workers are sending, and entries puts are writing.",
-            unit: "short",
-            kind: PanelKind::TimeSeries,
-            queries: vec![
+        Panel::lines(
+            "Entries",
+            "Entries stored (the backlog), the max_files bound, entries drainer workers are sending, and entries puts are writing.",
+            "short",
+            vec![
                 q(sel(FILES), "{{instance}} stored"),
                 q(sel(MAX_FILES), "{{instance}} max_files"),
                 q(sel(CLAIMED_FILES), "{{instance}} being drained"),
                 q(sel(RESERVED_FILES), "{{instance}} being written"),
             ],
-            threshold: None,
-        },
-        Panel {
-            title: "Bytes",
-            description: "Bytes of entry files stored, the max_bytes bound, and bytes reserved by puts in progress.",
-            unit: "bytes",
-            kind: PanelKind::TimeSeries,
-            queries: vec![
+        ),
+        Panel::lines(
+            "Bytes",
+            "Bytes of entry files stored, the max_bytes bound, and bytes reserved by puts in progress.",
+            "bytes",
+            vec![
                 q(sel(BYTES), "{{instance}} stored"),
                 q(sel(MAX_BYTES), "{{instance}} max_bytes"),
                 q(sel(RESERVED_BYTES), "{{instance}} being written"),
             ],
-            threshold: None,
-        },
-        Panel {
-            title: "Fullness",
-            description: "Bytes and entries as a fraction of their bounds, and the bytes forecast the SpoolFullWithinAnHour alert uses; the line is SpoolNearlyFull's threshold.",
-            unit: "percentunit",
-            kind: PanelKind::TimeSeries,
-            queries: vec![
+        ),
+        Panel::lines(
+            "Fullness",
+            "Bytes and entries as a fraction of their bounds, and the bytes forecast the SpoolFullWithinAnHour alert uses; the line is SpoolNearlyFull's threshold.",
+            "percentunit",
+            vec![
                 q(
                     format!("{} / {}", sel(BYTES), sel(MAX_BYTES)),
                     "{{instance}} bytes",
@@ -150,33 +167,29 @@ pub fn panels() -> Vec<Panel> {
                     ),
                 ),
             ],
-            threshold: nearly_full,
-        },
-        Panel {
-            title: "Oldest entry age",
-            description: "How long the oldest entry has waited for the store; the line is SpoolOldestEntryStale's threshold.",
-            unit: "s",
-            kind: PanelKind::TimeSeries,
-            queries: vec![q(sel(OLDEST_AGE_SECONDS), "{{instance}}")],
-            threshold: stale_after,
-        },
-        Panel {
-            title: "Upload outcomes",
-            description: "Upload calls per second: stored directly, spooled, rejected (spool full: callers got backpressure) or failed.",
-            unit: "ops",
-            kind: PanelKind::TimeSeries,
-            queries: vec![q(
+        )
+        .with_threshold(nearly_full),
+        Panel::lines(
+            "Oldest entry age",
+            "How long the oldest entry has waited for the store; the line is SpoolOldestEntryStale's threshold.",
+            "s",
+            vec![q(sel(OLDEST_AGE_SECONDS), "{{instance}}")],
+        )
+        .with_threshold(stale_after),
+        Panel::lines(
+            "Upload outcomes",
+            "Upload calls per second: stored directly, spooled, rejected (spool full: callers got backpressure) or failed.",
+            "ops",
+            vec![q(
                 rate_by(UPLOADS_TOTAL, "instance, outcome"),
                 "{{instance}} {{outcome}}",
             )],
-            threshold: None,
-        },
-        Panel {
-            title: "Drain rate",
-            description: "Entries drained per second (uploaded, or already present after an earlier try landed), and failed drain attempts that will be retried.",
-            unit: "ops",
-            kind: PanelKind::TimeSeries,
-            queries: vec![
+        ),
+        Panel::lines(
+            "Drain rate",
+            "Entries drained per second (uploaded, or already present after an earlier try landed), and failed drain attempts that will be retried.",
+            "ops",
+            vec![
                 q(
                     rate_by(DRAINED_TOTAL, "instance, outcome"),
                     "{{instance}} {{outcome}}",
@@ -186,56 +199,47 @@ pub fn panels() -> Vec<Panel> {
                     "{{instance}} retries",
                 ),
             ],
-            threshold: None,
-        },
-        Panel {
-            title: "Store errors by kind",
-            description: "Failed object-store writes per second, by path (direct, drain) and kind (status, timeout, transport, ...).",
-            unit: "ops",
-            kind: PanelKind::TimeSeries,
-            queries: vec![q(
+        ),
+        Panel::lines(
+            "Store errors by kind",
+            "Failed object-store writes per second, by path (direct, drain) and kind (status, timeout, transport, ...).",
+            "ops",
+            vec![q(
                 rate_by(STORE_ERRORS_TOTAL, "instance, path, kind"),
                 "{{instance}} {{path}} {{kind}}",
             )],
-            threshold: None,
-        },
-        Panel {
-            title: "Dead letters and quarantine",
-            description: "Files set aside and still on disk: dead-letter/ (the store refused them for good) and quarantine/ (failed verification).",
-            unit: "short",
-            kind: PanelKind::TimeSeries,
-            queries: vec![
+        ),
+        Panel::lines(
+            "Dead letters and quarantine",
+            "Files set aside and still on disk: dead-letter/ (the store refused them for good) and quarantine/ (failed verification).",
+            "short",
+            vec![
                 q(sel(DEAD_LETTER_FILES), "{{instance}} dead-letter"),
                 q(sel(QUARANTINED_FILES), "{{instance}} quarantine"),
             ],
-            threshold: None,
-        },
-        Panel {
-            title: "Broken and recoveries",
-            description: "1 while the spool refuses writes after a failed directory sync, and the times it reopened itself.",
-            unit: "short",
-            kind: PanelKind::TimeSeries,
-            queries: vec![
+        ),
+        Panel::lines(
+            "Broken and recoveries",
+            "1 while the spool refuses writes after a failed directory sync, and the times it reopened itself.",
+            "short",
+            vec![
                 q(sel(BROKEN), "{{instance}} broken"),
                 q(
                     format!("increase({}[$__rate_interval])", sel(RECOVERIES_TOTAL)),
                     "{{instance}} recoveries",
                 ),
             ],
-            threshold: None,
-        },
-        Panel {
-            title: "Latency (p99)",
-            description: "99th percentile of direct store writes, durable spool puts and drain store writes.",
-            unit: "s",
-            kind: PanelKind::TimeSeries,
-            queries: vec![
+        ),
+        Panel::lines(
+            "Latency (p99)",
+            "99th percentile of direct store writes, durable spool puts and drain store writes.",
+            "s",
+            vec![
                 latency(UPLOAD_DIRECT_SECONDS, "direct write"),
                 latency(PUT_SECONDS, "spool put"),
                 latency(DRAIN_WRITE_SECONDS, "drain write"),
             ],
-            threshold: None,
-        },
+        ),
         Panel {
             title: "Alerts",
             description: "The spool's alerts, pending and firing (spool/alerts/spool.rules.yml; each links to docs/runbook.md).",
@@ -277,7 +281,7 @@ pub fn recording_rules_yaml() -> String {
                 query.legend,
                 i + 1,
                 ref_id(j).to_ascii_lowercase(),
-                yaml_str(&concrete(&query.expr))
+                quoted(&concrete(&query.expr))
             );
         }
     }
@@ -509,7 +513,7 @@ impl Json {
             Json::Num(n) => {
                 let _ = write!(out, "{n}");
             }
-            Json::Str(s) => write_json_str(out, s),
+            Json::Str(s) => out.push_str(&quoted(s)),
             Json::Arr(items) if items.is_empty() => out.push_str("[]"),
             Json::Obj(fields) if fields.is_empty() => out.push_str("{}"),
             Json::Arr(items) => {
@@ -526,7 +530,7 @@ impl Json {
                 out.push_str("{\n");
                 for (i, (key, value)) in fields.iter().enumerate() {
                     pad(out, depth + 1);
-                    write_json_str(out, key);
+                    out.push_str(&quoted(key));
                     out.push_str(": ");
                     value.write(out, depth + 1);
                     out.push_str(if i + 1 < fields.len() { ",\n" } else { "\n" });
@@ -536,22 +540,6 @@ impl Json {
             }
         }
     }
-}
-
-fn write_json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]
@@ -650,12 +638,5 @@ mod tests {
                 assert!(!concrete(&query.expr).contains('$'), "{}", query.expr);
             }
         }
-    }
-
-    #[test]
-    fn json_strings_are_escaped() {
-        let mut out = String::new();
-        Json::str("a\"b\\c\nd\u{1}").write(&mut out, 0);
-        assert_eq!(out, r#""a\"b\\c\nd\u0001""#);
     }
 }
