@@ -37,7 +37,7 @@ pub enum ReadError {
 
 impl ReadError {
     /// True when the entry should be set aside rather than tried again: it fails
-    /// verification, or [`UNREADABLE_AFTER`] reads in a row failed.
+    /// verification, or `UNREADABLE_AFTER` (5) reads in a row failed.
     pub fn is_final(&self) -> bool {
         match self {
             ReadError::Corrupt(_) => true,
