@@ -70,8 +70,10 @@ pub fn prepared_spool(label: &str, n: u64, payload_len: usize) -> PathBuf {
     let payload = vec![0x5a; payload_len];
     for seq in 1..=n {
         let name = format!("bench/{seq:08}");
-        let data = entry::encode(seq, 1_791_453_600_000 + seq, &name, &payload);
-        std::fs::write(entries.join(entry_file_name(seq)), data).unwrap();
+        let created = 1_791_453_600_000 + seq;
+        let data = entry::encode(seq, created, &name, &[], &payload);
+        let file = entry_file_name(seq, created, data.len() as u64);
+        std::fs::write(entries.join(file), data).unwrap();
     }
     let synced = std::process::Command::new("sync").status();
     assert!(

@@ -11,23 +11,22 @@
 //! stays down after a crash, restart or deploy) and a command (`Run`, `Stop` for a
 //! graceful deploy, `Finish` at the end of the run, which also takes the inventory).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use spool::disk::Disk;
 use spool::metrics::UploadOutcome;
 use spool::{Drainer, DrainerConfig, Metrics, Outcome, Remote, Spool, UploadError, Uploader};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::disk::SimDisk;
 use crate::ledger::{self, Ledger, Told};
-use crate::recorder::{HostSample, Inventory, Recorder, ReopenCheck};
+use crate::mutants::{LyingStore, Mutant};
+use crate::recorder::{HostSample, Recorder, ReopenCheck};
 use crate::scenario::{Scenario, SizeDist};
+use crate::simdisk::SimDisk;
 
 /// The bucket every host writes to.
 pub const BUCKET: &str = "spool-sim";
@@ -67,6 +66,8 @@ pub mod purpose {
     pub const DRAINER: u64 = 4;
     /// Payload bytes.
     pub const PAYLOAD: u64 = 5;
+    /// A host's disk (faults and what survives power loss).
+    pub const DISK: u64 = 6;
 }
 
 /// What the world asks of a host.
@@ -106,7 +107,7 @@ struct HostState {
 pub struct HostControl {
     /// The host index.
     pub index: u32,
-    /// The simulated disk (its lock table is shared across boots).
+    /// The host's disk: outlives its boots, loses power with it.
     pub disk: SimDisk,
     /// The current command.
     pub command: watch::Sender<Command>,
@@ -114,10 +115,10 @@ pub struct HostControl {
 }
 
 impl HostControl {
-    fn new(index: u32) -> Self {
+    fn new(index: u32, disk: SimDisk) -> Self {
         Self {
             index,
-            disk: SimDisk::new(),
+            disk,
             command: watch::Sender::new(Command::Run),
             state: Mutex::new(HostState {
                 boots: 0,
@@ -172,22 +173,30 @@ pub struct Shared {
     pub recorder: Mutex<Recorder>,
     /// One per app host.
     pub hosts: Vec<HostControl>,
-    /// A deliberate spool bug to turn on in every boot (tests of the bench).
-    #[cfg(feature = "mutations")]
-    pub mutation: Option<spool::Mutation>,
+    /// A deliberate bug planted at a seam (the mutant catalogue's tests only).
+    pub mutant: Option<Mutant>,
 }
 
 impl Shared {
     /// Shared state for `scenario`.
-    pub fn new(scenario: Arc<Scenario>) -> Self {
+    pub fn new(scenario: Arc<Scenario>, mutant: Option<Mutant>) -> Self {
         let hosts = scenario.workload.hosts;
+        let disk = |host: u32| {
+            let disk = SimDisk::new(
+                scenario.disk,
+                derive_seed(scenario.seed, &[purpose::DISK, host.into()]),
+            );
+            if let Some(Mutant::Disk(lie)) = mutant {
+                disk.set_mutant(Some(lie));
+            }
+            disk
+        };
         Self {
             ledger: Mutex::new(Ledger::new(hosts)),
             recorder: Mutex::new(Recorder::new(hosts, scenario.sample)),
-            hosts: (0..hosts).map(HostControl::new).collect(),
+            hosts: (0..hosts).map(|h| HostControl::new(h, disk(h))).collect(),
             scenario,
-            #[cfg(feature = "mutations")]
-            mutation: None,
+            mutant,
         }
     }
 
@@ -244,10 +253,8 @@ pub async fn run_host(shared: Arc<Shared>, host: u32) -> turmoil::Result {
         }
     }
     let Some(spool) = open_spool(&shared, host, boot, &mut commands).await else {
-        // The run ended while the spool could not be opened: take the inventory
-        // straight from the disk, so that what it holds is not counted as lost.
-        let inventory = inventory(&control.disk, None).await;
-        shared.recorder().inventories.insert(host, inventory);
+        // The run ended while the spool could not be opened; the world takes the
+        // inventory from the disk.
         control.set_phase(Phase::Finished);
         return Ok(());
     };
@@ -256,8 +263,11 @@ pub async fn run_host(shared: Arc<Shared>, host: u32) -> turmoil::Result {
     control.set_phase(Phase::Running);
 
     let scenario = &shared.scenario;
-    let store = crate::connector::gcs_store(&format!("http://{GCS_HOST}:{GCS_PORT}"), BUCKET)
+    let mut store = crate::connector::gcs_store(&format!("http://{GCS_HOST}:{GCS_PORT}"), BUCKET)
         .map_err(|e| format!("cannot build the GCS client: {e}"))?;
+    if let Some(Mutant::Store(lie)) = shared.mutant {
+        store = LyingStore::new(store, lie);
+    }
     let remote = Remote::new(store);
     let run = *commands.borrow_and_update() == Command::Run;
     let drainer = run.then(|| {
@@ -285,8 +295,6 @@ pub async fn run_host(shared: Arc<Shared>, host: u32) -> turmoil::Result {
         .boot_uploads
         .insert((host, boot), upload_counts(&metrics));
     if *commands.borrow() == Command::Finish {
-        let inventory = inventory(&control.disk, Some(&spool)).await;
-        shared.recorder().inventories.insert(host, inventory);
         control.set_phase(Phase::Finished);
     } else {
         control.set_phase(Phase::Stopped);
@@ -335,10 +343,6 @@ async fn open_spool(
                 check.on_disk =
                     entries_on_disk(&control.disk, &dir.join(spool::layout::ENTRIES_DIR)).await;
                 shared.recorder().reopens.push(check);
-                #[cfg(feature = "mutations")]
-                if let Some(mutation) = shared.mutation {
-                    spool.set_mutation(mutation);
-                }
                 return Some(spool);
             }
             Err(e) => {
@@ -356,19 +360,15 @@ async fn open_spool(
     }
 }
 
-/// Entry files in `dir` and their total size, read straight from the simulated disk.
+/// Entry files in `dir` and their total size, read straight from the simulated disk
+/// (the file sizes, not what their names say).
 async fn entries_on_disk(disk: &SimDisk, dir: &Path) -> (u64, u64) {
-    let names = disk.list(dir).await.unwrap_or_default();
-    let mut files = 0;
-    let mut bytes = 0;
-    for name in names
-        .iter()
-        .filter(|n| spool::layout::parse_seq(n).is_some())
-    {
-        files += 1;
-        bytes += turmoil::fs::shim::std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
-    }
-    (files, bytes)
+    disk.file_sizes(dir)
+        .into_iter()
+        .filter(|(name, _)| spool::layout::parse_seq(name).is_some())
+        .fold((0, 0), |(files, bytes), (_, size)| {
+            (files + 1, bytes + size)
+        })
 }
 
 /// Issues writes at the scenario's rate until told to stop or the workload ends,
@@ -387,6 +387,7 @@ async fn produce(
         &[purpose::PRODUCER, host.into(), boot.into()],
     ));
     let payload_seed = derive_seed(scenario.seed, &[purpose::PAYLOAD]);
+    let shape = scenario.shape();
     let mut in_flight = JoinSet::new();
     let mut next = now() + exponential(&mut rng, workload.rate);
     loop {
@@ -404,10 +405,11 @@ async fn produce(
                 let crc = crc32c::crc32c(&payload);
                 let issued = shared.ledger().issue(host, boot, now(), size, crc, poison);
                 debug_assert_eq!(issued, seq);
-                let name = ledger::object_name(host, seq, poison);
+                let name = shape.name(host, seq, poison);
+                let attributes = shape.attributes(host, seq);
                 let (uploader, shared) = (uploader.clone(), shared.clone());
                 in_flight.spawn(async move {
-                    let told = told(uploader.upload(&name, payload).await);
+                    let told = told(uploader.upload_with(&name, payload, &attributes).await);
                     shared.ledger().tell(host, seq, now(), told);
                 });
                 next += exponential(&mut rng, workload.rate);
@@ -452,9 +454,11 @@ async fn sample(shared: Arc<Shared>, host: u32, boot: u16, spool: Spool) {
         let at = interval * index as u32;
         tokio::time::sleep(at.saturating_sub(now())).await;
         let metrics = spool.metrics();
+        let stats = spool.stats();
         let sample = HostSample {
             boot,
-            stats: spool.stats(),
+            scrape: spool::alerts::Scrape::new(&stats, metrics),
+            stats,
             drained: metrics.drained_total(spool::metrics::DrainOutcome::Uploaded)
                 + metrics.drained_total(spool::metrics::DrainOutcome::AlreadyPresent),
             dead_lettered: metrics.dead_lettered_total(),
@@ -463,45 +467,4 @@ async fn sample(shared: Arc<Shared>, host: u32, boot: u16, spool: Spool) {
         let index = recorder.index(now());
         recorder.host_samples[host as usize].insert(index, sample);
     }
-}
-
-/// Names of the objects left in the spool, dead-lettered and quarantined, read from
-/// the disk. `spool` gives the final stats when it could be opened.
-async fn inventory(disk: &SimDisk, spool: Option<&Spool>) -> Inventory {
-    let root = PathBuf::from(SPOOL_DIR);
-    let pending = object_names(disk, &root.join(spool::layout::ENTRIES_DIR)).await;
-    let stats = spool.map(Spool::stats).unwrap_or_else(|| spool::Stats {
-        files: pending.len() as u64,
-        ..spool::Stats::default()
-    });
-    Inventory {
-        pending,
-        dead_letter: object_names(disk, &root.join(spool::layout::DEAD_LETTER_DIR)).await,
-        quarantine: object_names(disk, &root.join(spool::layout::QUARANTINE_DIR)).await,
-        stats,
-    }
-}
-
-/// The object names of the entry files in `dir`. This is the checker's view, so it
-/// reads through the disk's injected faults: EIO and corrupted reads are transient
-/// in the simulated disk, and a file is read again until its header checks out.
-async fn object_names(disk: &SimDisk, dir: &Path) -> Vec<String> {
-    const ATTEMPTS: usize = 50;
-    let mut names = Vec::new();
-    let mut files = disk.list(dir).await.unwrap_or_default();
-    files.sort();
-    let entries = files
-        .iter()
-        .filter(|f| !f.ends_with(".reason") && !f.ends_with(".error") && !f.ends_with(".tmp"));
-    for file in entries {
-        for _ in 0..ATTEMPTS {
-            if let Ok(data) = disk.read(&dir.join(file)).await
-                && let Ok((header, _)) = spool::entry::decode_header(&Bytes::from(data))
-            {
-                names.push(header.name);
-                break;
-            }
-        }
-    }
-    names
 }

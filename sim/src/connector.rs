@@ -220,6 +220,15 @@ impl HttpService for TurmoilHttp {
     }
 }
 
+/// `object_store`'s own retries off: the spool retries, with its own clock and
+/// seeded jitter.
+fn no_client_retries() -> object_store::RetryConfig {
+    object_store::RetryConfig {
+        max_retries: 0,
+        ..Default::default()
+    }
+}
+
 fn empty_bearer() -> Arc<StaticCredentialProvider<GcpCredential>> {
     Arc::new(StaticCredentialProvider::new(GcpCredential {
         bearer: String::new(),
@@ -228,14 +237,14 @@ fn empty_bearer() -> Arc<StaticCredentialProvider<GcpCredential>> {
 
 /// The GCS store the spool writes through, inside turmoil: `base_url` such as
 /// `http://gcs:4443` (a turmoil host name), no credentials, `object_store`'s own
-/// retries off ([`spool::remote::no_client_retries`]), transport
+/// retries off , transport
 /// [`TurmoilConnector`].
 pub fn gcs_store(base_url: &str, bucket: &str) -> object_store::Result<Arc<dyn ObjectStore>> {
     let store = GoogleCloudStorageBuilder::new()
         .with_bucket_name(bucket)
         .with_base_url(base_url)
         .with_credentials(empty_bearer())
-        .with_retry(spool::remote::no_client_retries())
+        .with_retry(no_client_retries())
         .with_http_connector(TurmoilConnector::default())
         .build()?;
     Ok(Arc::new(store))
@@ -255,7 +264,7 @@ pub fn gcs_store_http(base_url: &str, bucket: &str) -> object_store::Result<Arc<
         .with_bucket_name(bucket)
         .with_base_url(base_url)
         .with_credentials(empty_bearer())
-        .with_retry(spool::remote::no_client_retries())
+        .with_retry(no_client_retries())
         .with_client_options(ClientOptions::new().with_allow_http(true))
         .build()?;
     Ok(Arc::new(store))

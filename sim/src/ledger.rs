@@ -109,28 +109,6 @@ pub struct Ledger {
     hosts: Vec<HostLedger>,
 }
 
-/// Names of poison writes start with this; the fake refuses them with 403.
-pub const POISON_PREFIX: &str = "poison/";
-
-/// The object name of a write: `h<host>/<seq>`, or `poison/h<host>/<seq>`.
-pub fn object_name(host: u32, seq: u64, poison: bool) -> String {
-    let prefix = if poison { POISON_PREFIX } else { "" };
-    format!("{prefix}h{host}/{seq:010}")
-}
-
-/// The `(host, seq, poison)` an object name was made from, if it is one.
-pub fn parse_object_name(name: &str) -> Option<(u32, u64, bool)> {
-    let (poison, rest) = match name.strip_prefix(POISON_PREFIX) {
-        Some(rest) => (true, rest),
-        None => (false, name),
-    };
-    let (host, seq) = rest.strip_prefix('h')?.split_once('/')?;
-    if seq.len() != 10 {
-        return None;
-    }
-    Some((host.parse().ok()?, seq.parse().ok()?, poison))
-}
-
 /// The payload of a write: `size` bytes derived from `(seed, host, seq)` by a
 /// SplitMix64 stream (fast, and the same every run).
 pub fn payload(seed: u64, host: u32, seq: u64, size: usize) -> bytes::Bytes {
@@ -242,23 +220,6 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_round_trip_and_lookalikes_are_rejected() {
-        for (host, seq, poison) in [
-            (0, 0, false),
-            (3, 1_234_567, true),
-            (63, 9_999_999_999, false),
-        ] {
-            assert_eq!(
-                parse_object_name(&object_name(host, seq, poison)),
-                Some((host, seq, poison))
-            );
-        }
-        for bad in ["h1/12", "x1/0000000001", "h1/000000000a", "poison/x"] {
-            assert_eq!(parse_object_name(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn payloads_are_reproducible_and_differ_by_write() {

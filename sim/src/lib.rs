@@ -31,13 +31,16 @@
 pub mod app;
 pub mod checker;
 pub mod connector;
-pub mod disk;
 /// The Cloud Storage fake, re-exported for the benches, which still import it as
 /// `sim::gcs`; everything in this crate uses [`fake_gcs`] directly.
 pub use fake_gcs as gcs;
 pub mod gcs_host;
+pub mod inventory;
 pub mod ledger;
+pub mod mutants;
 pub mod recorder;
 pub mod report;
 pub mod scenario;
+pub mod simdisk;
+pub mod workload;
 pub mod world;

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use spool::Stats;
 
+pub use crate::inventory::Inventory;
+
 use crate::scenario::EventKind;
 
 /// One host's gauges and counters at a sample instant.
@@ -21,6 +23,8 @@ pub struct HostSample {
     pub drained: u64,
     /// `dead_lettered_total` since the boot.
     pub dead_lettered: u64,
+    /// What a Prometheus scrape of the host reads now (for the alert rules).
+    pub scrape: spool::alerts::Scrape,
 }
 
 /// The fake's requests in one interval.
@@ -63,19 +67,6 @@ pub struct ReopenCheck {
     pub on_disk: (u64, u64),
     /// Open failed: why.
     pub open_error: Option<String>,
-}
-
-/// What a host's spool held when the run ended.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Inventory {
-    /// Object names still pending in `entries/`.
-    pub pending: Vec<String>,
-    /// Object names in `dead-letter/`.
-    pub dead_letter: Vec<String>,
-    /// Object names in `quarantine/` (those whose header could be read).
-    pub quarantine: Vec<String>,
-    /// The spool's final stats.
-    pub stats: Stats,
 }
 
 /// Everything recorded during a run.

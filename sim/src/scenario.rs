@@ -19,6 +19,9 @@
 //! stop_at = "10s"                # producers stop (default: at the end)
 //! size = "1KiB"                  # or { min = "256B", max = "4KiB" } (log-uniform)
 //! poison = 0.0                   # share of writes the store refuses for good (403)
+//! names = "plain"                # plain: h<host>/<seq>; hard: every character Cloud Storage allows, up to 1,024 bytes
+//! attributes = false             # writes carry content type, cache control, ..., custom metadata
+//! conflicts = 0.0                # share of writes whose name another writer takes first
 //!
 //! [spool]                        # spool::SpoolConfig
 //! max_files = 200
@@ -40,17 +43,31 @@
 //! mix = { "503" = 0.5, hang = 0.5 }
 //!
 //! [[event]]
-//! at = "5s"                      # or an RFC 3339 time
+//! at = "5s"                      # or an RFC 3339 time; or instead:
+//! # after_disk_ops = 30000       # power lost just before the host's 30,000th disk
+//! #                              # operation (crash only)
 //! kind = "crash"                 # crash (power loss) | restart (process only) | deploy (graceful)
 //! host = 0                       # or "all" (default 0)
 //! down_for = "1s"
 //!
-//! [disk]                         # turmoil FsConfig, per host
-//! capacity = "10MiB"
-//! io_error_probability = 0.0
-//! corruption_probability = 0.0
-//! torn_write_block = "4KiB"
-//! sync_probability = 0.0
+//! [disk]                         # the simulated disk (sim::simdisk), per host
+//! capacity = "10MiB"             # bytes of file data before ENOSPC
+//! block = "4KiB"                 # what unsynced data survives a power loss in
+//! faults_from = "0s"             # the faults below apply from ...
+//! faults_until = "1m"            # ... until (default: the end)
+//! io_error_probability = 0.0     # EIO on every kind of operation (default for the next seven)
+//! eio_open = 0.0                 # per operation of each kind, overriding the above
+//! eio_read = 0.0
+//! eio_write = 0.0
+//! eio_fsync = 0.0                # fsync of a file or a directory
+//! eio_rename = 0.0
+//! eio_unlink = 0.0
+//! eio_readdir = 0.0
+//! enospc_create = 0.0            # ENOSPC or EDQUOT
+//! enospc_write = 0.0
+//! enospc_rename = 0.0
+//! sticky_read = 0.0              # a read finds a bad sector: the file stays unreadable
+//! corrupt_at_rest = 0.0          # a read finds a bit of synced data flipped
 //!
 //! [network]
 //! min_latency = "1ms"
@@ -64,6 +81,8 @@ use bytesize::ByteSize;
 use fake_gcs::FaultPlan;
 use serde::Deserialize;
 use spool::{BackoffConfig, DrainerConfig, Jitter, SpoolConfig, UploaderConfig};
+
+pub use crate::simdisk::{DiskConfig, FaultRates};
 
 /// A checked scenario, ready to run.
 #[derive(Debug, Clone)]
@@ -92,8 +111,8 @@ pub struct Scenario {
     pub faults: FaultPlan,
     /// Crashes, restarts and deploys, in time order.
     pub events: Vec<Event>,
-    /// Disk faults, per host.
-    pub disk: DiskFaults,
+    /// The simulated disk, per host.
+    pub disk: DiskConfig,
     /// Network latency between hosts.
     pub network: Network,
     /// The file's text, kept for the report.
@@ -113,6 +132,12 @@ pub struct Workload {
     pub size: SizeDist,
     /// Share of writes named `poison/...`, which the fake refuses with 403.
     pub poison: f64,
+    /// Names from the hard alphabet.
+    pub hard_names: bool,
+    /// Writes carry attributes.
+    pub attributes: bool,
+    /// Share of writes whose name another writer takes first.
+    pub conflicts: f64,
 }
 
 /// Object size distribution.
@@ -166,32 +191,30 @@ impl EventKind {
     }
 }
 
+/// When an event happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum When {
+    /// At an offset from t = 0.
+    At(Duration),
+    /// Just before the host's k-th disk operation (counted over the run): a power
+    /// loss in the middle of whatever the spool was doing.
+    AfterDiskOps(u64),
+}
+
 /// A scheduled event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
-    /// When, as an offset from t = 0.
+    /// When, as an offset from t = 0 (`Duration::MAX` for an event at a disk
+    /// operation: it is applied when the disk reaches it).
     pub at: Duration,
+    /// When, as the scenario says it.
+    pub when: When,
     /// What.
     pub kind: EventKind,
     /// Which hosts (indices).
     pub hosts: Vec<u32>,
     /// How long the host stays down before its software starts again.
     pub down_for: Duration,
-}
-
-/// Disk faults for turmoil's simulated file system.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct DiskFaults {
-    /// Bytes per host before writes fail with ENOSPC.
-    pub capacity: Option<u64>,
-    /// Probability that a read or write fails with EIO.
-    pub io_error_probability: f64,
-    /// Probability that a read returns silently corrupted bytes.
-    pub corruption_probability: f64,
-    /// Block size for torn writes at a crash.
-    pub torn_write_block: Option<u64>,
-    /// Probability that a write is flushed early (survives a crash unsynced).
-    pub sync_probability: f64,
 }
 
 /// Network latency between hosts.
@@ -376,6 +399,11 @@ struct RawWorkload {
     size: RawSize,
     #[serde(default)]
     poison: f64,
+    names: Option<String>,
+    #[serde(default)]
+    attributes: bool,
+    #[serde(default)]
+    conflicts: f64,
 }
 
 fn one() -> u32 {
@@ -421,7 +449,8 @@ struct RawDrainer {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEvent {
-    at: TimeOrOffset,
+    at: Option<TimeOrOffset>,
+    after_disk_ops: Option<u64>,
     kind: String,
     #[serde(default)]
     host: Option<RawHost>,
@@ -440,13 +469,22 @@ enum RawHost {
 #[serde(deny_unknown_fields)]
 struct RawDisk {
     capacity: Option<ByteSize>,
-    #[serde(default)]
-    io_error_probability: f64,
-    #[serde(default)]
-    corruption_probability: f64,
-    torn_write_block: Option<ByteSize>,
-    #[serde(default)]
-    sync_probability: f64,
+    block: Option<ByteSize>,
+    faults_from: Option<TimeOrOffset>,
+    faults_until: Option<TimeOrOffset>,
+    io_error_probability: Option<f64>,
+    eio_open: Option<f64>,
+    eio_read: Option<f64>,
+    eio_write: Option<f64>,
+    eio_fsync: Option<f64>,
+    eio_rename: Option<f64>,
+    eio_unlink: Option<f64>,
+    eio_readdir: Option<f64>,
+    enospc_create: Option<f64>,
+    enospc_write: Option<f64>,
+    enospc_rename: Option<f64>,
+    sticky_read: Option<f64>,
+    corrupt_at_rest: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -519,8 +557,8 @@ impl RawScenario {
         for (i, raw) in self.events.iter().enumerate() {
             events.push(raw.check(i, start, self.duration, workload.hosts)?);
         }
-        events.sort_by_key(|e| e.at);
-        let disk = self.disk.check()?;
+        events.sort_by_key(|e| e.when);
+        let disk = self.disk.check(start)?;
         let network = self.network.check()?;
         let _ = text;
         Ok(Scenario {
@@ -583,12 +621,25 @@ impl RawWorkload {
             "workload.size",
             "objects above 64 MiB are not simulated",
         )?;
+        let hard_names = match self.names.as_deref() {
+            None | Some("plain") => false,
+            Some("hard") => true,
+            Some(other) => {
+                return Err((
+                    "workload.names".into(),
+                    format!("unknown style {other:?}; expected plain or hard"),
+                ));
+            }
+        };
         Ok(Workload {
             hosts: self.hosts,
             rate: self.rate,
             stop_at,
             size,
             poison: probability(self.poison, "workload.poison")?,
+            hard_names,
+            attributes: self.attributes,
+            conflicts: probability(self.conflicts, "workload.conflicts")?,
         })
     }
 }
@@ -653,7 +704,7 @@ impl RawDrainer {
             workers: self.workers.unwrap_or(default.workers),
             put_timeout: self.put_timeout.unwrap_or(default.put_timeout),
             backoff,
-            rng_seed: None,
+            ..default
         };
         ensure(
             (1..=256).contains(&config.workers),
@@ -685,12 +736,27 @@ impl RawDrainer {
 impl RawEvent {
     fn check(&self, i: usize, start: SystemTime, duration: Duration, hosts: u32) -> Checked<Event> {
         let field = |name: &str| format!("event[{i}].{name}");
-        let at = self.at.offset(start).map_err(|m| (field("at"), m))?;
-        ensure(
-            at < duration,
-            &field("at"),
-            "is at or after the end of the scenario",
-        )?;
+        let when = match (&self.at, self.after_disk_ops) {
+            (Some(at), None) => {
+                let at = at.offset(start).map_err(|m| (field("at"), m))?;
+                ensure(
+                    at < duration,
+                    &field("at"),
+                    "is at or after the end of the scenario",
+                )?;
+                When::At(at)
+            }
+            (None, Some(ops)) => {
+                ensure(ops > 0, &field("after_disk_ops"), "must be at least 1")?;
+                When::AfterDiskOps(ops)
+            }
+            _ => {
+                return Err((
+                    field("at"),
+                    "give exactly one of at and after_disk_ops".to_string(),
+                ));
+            }
+        };
         let kind = match self.kind.as_str() {
             "crash" => EventKind::Crash,
             "restart" => EventKind::Restart,
@@ -720,8 +786,17 @@ impl RawEvent {
                 vec![*h]
             }
         };
+        ensure(
+            matches!(when, When::At(_)) || kind == EventKind::Crash,
+            &field("after_disk_ops"),
+            "only a crash (power loss) can happen at a disk operation",
+        )?;
         Ok(Event {
-            at,
+            at: match when {
+                When::At(at) => at,
+                When::AfterDiskOps(_) => Duration::MAX,
+            },
+            when,
             kind,
             hosts,
             down_for: self.down_for.unwrap_or(Duration::ZERO),
@@ -730,26 +805,49 @@ impl RawEvent {
 }
 
 impl RawDisk {
-    fn check(self) -> Checked<DiskFaults> {
-        if let Some(block) = self.torn_write_block {
-            ensure(
-                block.as_u64() > 0,
-                "disk.torn_write_block",
-                "must be at least 1 byte",
-            )?;
-        }
-        Ok(DiskFaults {
+    fn check(self, start: SystemTime) -> Checked<DiskConfig> {
+        let default = DiskConfig::default();
+        let block = self.block.map_or(default.block_bytes, |b| b.as_u64());
+        ensure(block > 0, "disk.block", "must be at least 1 byte")?;
+        let offset = |t: &Option<TimeOrOffset>, field: &str| -> Checked<Option<Duration>> {
+            t.as_ref()
+                .map(|t| t.offset(start).map_err(|m| (field.to_string(), m)))
+                .transpose()
+        };
+        let faults_from = offset(&self.faults_from, "disk.faults_from")?.unwrap_or_default();
+        let faults_until = offset(&self.faults_until, "disk.faults_until")?;
+        ensure(
+            faults_until.is_none_or(|u| u > faults_from),
+            "disk.faults_until",
+            "must be after disk.faults_from",
+        )?;
+        let eio = probability(
+            self.io_error_probability.unwrap_or(0.0),
+            "disk.io_error_probability",
+        )?;
+        let rate = |value: Option<f64>, fallback: f64, field: &str| {
+            probability(value.unwrap_or(fallback), &format!("disk.{field}"))
+        };
+        let faults = FaultRates {
+            eio_open: rate(self.eio_open, eio, "eio_open")?,
+            eio_read: rate(self.eio_read, eio, "eio_read")?,
+            eio_write: rate(self.eio_write, eio, "eio_write")?,
+            eio_fsync: rate(self.eio_fsync, eio, "eio_fsync")?,
+            eio_rename: rate(self.eio_rename, eio, "eio_rename")?,
+            eio_unlink: rate(self.eio_unlink, eio, "eio_unlink")?,
+            eio_readdir: rate(self.eio_readdir, eio, "eio_readdir")?,
+            enospc_create: rate(self.enospc_create, 0.0, "enospc_create")?,
+            enospc_write: rate(self.enospc_write, 0.0, "enospc_write")?,
+            enospc_rename: rate(self.enospc_rename, 0.0, "enospc_rename")?,
+            sticky_read: rate(self.sticky_read, 0.0, "sticky_read")?,
+            corrupt_at_rest: rate(self.corrupt_at_rest, 0.0, "corrupt_at_rest")?,
+        };
+        Ok(DiskConfig {
             capacity: self.capacity.map(|c| c.as_u64()),
-            io_error_probability: probability(
-                self.io_error_probability,
-                "disk.io_error_probability",
-            )?,
-            corruption_probability: probability(
-                self.corruption_probability,
-                "disk.corruption_probability",
-            )?,
-            torn_write_block: self.torn_write_block.map(|b| b.as_u64()),
-            sync_probability: probability(self.sync_probability, "disk.sync_probability")?,
+            block_bytes: block,
+            faults,
+            faults_from,
+            faults_until,
         })
     }
 }
@@ -808,6 +906,16 @@ fn faults(
 }
 
 impl Scenario {
+    /// How the producers name and describe their writes.
+    pub fn shape(&self) -> crate::workload::Shape {
+        crate::workload::Shape {
+            hard_names: self.workload.hard_names,
+            attributes: self.workload.attributes,
+            conflicts: self.workload.conflicts,
+            seed: self.seed,
+        }
+    }
+
     /// Simulated wall-clock time at offset `t`.
     pub fn wall(&self, t: Duration) -> SystemTime {
         self.start + t

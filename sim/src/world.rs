@@ -15,9 +15,11 @@ use fake_gcs::{FakeGcs, FakeGcsConfig, FakeStats, ObjectRecord, Refusal, Request
 
 use crate::app::{self, Command, GCS_HOST, GCS_PORT, Phase, Shared, derive_seed, purpose};
 use crate::gcs_host::{self, TurmoilClock};
-use crate::ledger::{self, Ledger};
+use crate::ledger::Ledger;
+use crate::mutants::Mutant;
 use crate::recorder::{Recorder, TimelineEvent};
-use crate::scenario::{Event, EventKind, Scenario};
+use crate::scenario::{Event, EventKind, Scenario, When};
+use crate::simdisk::DiskReport;
 
 /// How long the wind-down may take before the run gives up on a host.
 const WIND_DOWN_LIMIT: Duration = Duration::from_secs(600);
@@ -36,9 +38,8 @@ pub struct Progress {
 pub struct Options {
     /// Called every few thousand steps.
     pub progress: Option<Box<dyn FnMut(Progress)>>,
-    /// A deliberate spool bug, to show the bench catches it.
-    #[cfg(feature = "mutations")]
-    pub mutation: Option<spool::Mutation>,
+    /// A bug planted at a seam, to show the bench catches it (`sim::mutants`).
+    pub mutant: Option<Mutant>,
 }
 
 /// Everything a run produced, for the checker and the report.
@@ -61,6 +62,8 @@ pub struct RunOutput {
     /// Hosts that were not serving when the scenario ended (down after an event, or
     /// stopping for a deploy).
     pub down_at_end: Vec<u32>,
+    /// What each host's disk did: crash states reached, faults injected, damage.
+    pub disks: Vec<DiskReport>,
 }
 
 /// A deploy waiting for its host to stop gracefully.
@@ -73,16 +76,11 @@ struct PendingDeploy {
 /// Runs `scenario` to the end and returns what happened.
 pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput> {
     let scenario = Arc::new(scenario);
-    #[allow(unused_mut)]
-    let mut shared = Shared::new(scenario.clone());
-    #[cfg(feature = "mutations")]
-    {
-        shared.mutation = options.mutation;
-    }
-    let shared = Arc::new(shared);
+    let shared = Arc::new(Shared::new(scenario.clone(), options.mutant));
     let fake = start_fake(&scenario, &shared)?;
     let mut world = World {
         sim: build_sim(&scenario),
+        disk_crashes: disk_crashes(&scenario, &shared),
         shared,
         fake,
         deploys: Vec::new(),
@@ -93,7 +91,8 @@ pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput
     world.step_through(&mut options)?;
 
     let down_at_end = world.down_at_end();
-    let unfinished_hosts = wind_down(&mut world.sim, &world.shared, &mut world.steps)?;
+    let unfinished_hosts = world.wind_down()?;
+    world.take_inventories();
     if let Some(progress) = options.progress.as_mut() {
         progress(Progress {
             simulated: scenario.duration,
@@ -109,7 +108,7 @@ fn start_fake(scenario: &Scenario, shared: &Arc<Shared>) -> anyhow::Result<FakeG
     let mut faults = scenario.faults.clone();
     if scenario.workload.poison > 0.0 {
         faults.refusals.push(Refusal {
-            prefix: ledger::POISON_PREFIX.to_string(),
+            prefix: crate::workload::POISON_PREFIX.to_string(),
             status: 403,
         });
     }
@@ -137,6 +136,9 @@ struct World {
     fake: FakeGcs,
     /// Deploys waiting for their host to stop.
     deploys: Vec<PendingDeploy>,
+    /// Per host, the down time of each crash scheduled at a disk operation, in the
+    /// order the disk reaches them.
+    disk_crashes: Vec<std::collections::VecDeque<Duration>>,
     /// The next sample instant's index at which to count the bucket.
     next_sample: u64,
     /// Steps taken.
@@ -175,6 +177,7 @@ impl World {
             while let Some(event) = events.next_if(|e| e.at <= t) {
                 self.apply(event, t);
             }
+            self.crash_tripped_disks(t);
             self.restart_stopped_deploys(t);
             self.count_bucket(t);
             if self.steps.is_multiple_of(4096)
@@ -218,6 +221,79 @@ impl World {
                     });
                 }
             }
+        }
+    }
+
+    /// Crashes the hosts whose disk lost power at a scheduled operation: they are
+    /// frozen mid-operation until now.
+    fn crash_tripped_disks(&mut self, t: Duration) {
+        for host in 0..self.shared.hosts.len() {
+            if !self.shared.hosts[host].disk.tripped() {
+                continue;
+            }
+            let down_for = self.disk_crashes[host].pop_front().unwrap_or_default();
+            self.deploys.retain(|d| d.host as usize != host);
+            kill(
+                &mut self.sim,
+                &self.shared,
+                host as u32,
+                EventKind::Crash,
+                down_for,
+                t,
+            );
+        }
+    }
+
+    /// Tells every host to finish, restarts any that is down, and steps until all
+    /// have stopped (a disk that reaches a scheduled crash meanwhile crashes its host,
+    /// which then starts again and finishes). Returns the hosts that did not finish in
+    /// time.
+    fn wind_down(&mut self) -> anyhow::Result<Vec<u32>> {
+        for control in &self.shared.hosts {
+            control.command.send_replace(Command::Finish);
+            if control.phase() == Phase::Stopped {
+                control.set_boot_delay(Duration::ZERO);
+                self.sim.bounce(app::host_name(control.index).as_str());
+            }
+        }
+        let end = self.sim.elapsed() + WIND_DOWN_LIMIT;
+        while self
+            .shared
+            .hosts
+            .iter()
+            .any(|h| h.phase() != Phase::Finished)
+            && self.sim.elapsed() < end
+        {
+            let t = self.sim.elapsed();
+            self.crash_tripped_disks(t);
+            self.sim
+                .step()
+                .map_err(|e| anyhow::anyhow!("simulation failed while winding down: {e}"))?;
+            self.steps += 1;
+        }
+        let unfinished: Vec<u32> = self
+            .shared
+            .hosts
+            .iter()
+            .filter(|h| h.phase() != Phase::Finished)
+            .map(|h| h.index)
+            .collect();
+        for &host in &unfinished {
+            let at = self.sim.elapsed();
+            self.shared.ledger().end_boot(host, at);
+        }
+        Ok(unfinished)
+    }
+
+    /// Every host's disk loses power and is read, outside the simulation.
+    fn take_inventories(&mut self) {
+        let end = self.shared.scenario.wall_ms(self.sim.elapsed());
+        for control in &self.shared.hosts {
+            let inventory = crate::inventory::take(&control.disk, &self.shared.scenario.spool, end);
+            self.shared
+                .recorder()
+                .inventories
+                .insert(control.index, inventory);
         }
     }
 
@@ -286,6 +362,7 @@ impl World {
         } = self;
         fake.clear_observer();
         drop(sim);
+        let disks = shared.hosts.iter().map(|h| h.disk.report()).collect();
         let bucket = fake.take_objects(app::BUCKET);
         let shared = Arc::try_unwrap(shared)
             .map_err(|_| anyhow::anyhow!("a host still holds the shared state after the run"))?;
@@ -304,6 +381,7 @@ impl World {
             steps,
             unfinished_hosts,
             down_at_end,
+            disks,
         })
     }
 }
@@ -318,18 +396,31 @@ fn build_sim(scenario: &Scenario) -> turmoil::Sim<'static> {
         .min_message_latency(scenario.network.min_latency)
         .max_message_latency(scenario.network.max_latency)
         .tcp_capacity(16_384);
-    let disk = &scenario.disk;
-    let fs = builder.fs();
-    if let Some(capacity) = disk.capacity {
-        fs.capacity(capacity);
-    }
-    fs.io_error_probability(disk.io_error_probability)
-        .corruption_probability(disk.corruption_probability)
-        .sync_probability(disk.sync_probability);
-    if let Some(block) = disk.torn_write_block {
-        fs.block_size(block);
-    }
     builder.build()
+}
+
+/// Arms each host's disk with the crashes scheduled at its operations; returns their
+/// down times, per host.
+fn disk_crashes(scenario: &Scenario, shared: &Shared) -> Vec<std::collections::VecDeque<Duration>> {
+    let mut points: Vec<Vec<(u64, Duration)>> = vec![Vec::new(); shared.hosts.len()];
+    for event in &scenario.events {
+        if let When::AfterDiskOps(ops) = event.when {
+            for &host in &event.hosts {
+                points[host as usize].push((ops, event.down_for));
+            }
+        }
+    }
+    points
+        .into_iter()
+        .zip(&shared.hosts)
+        .map(|(mut host_points, control)| {
+            host_points.sort();
+            control
+                .disk
+                .crash_at_ops(host_points.iter().map(|(ops, _)| *ops).collect());
+            host_points.into_iter().map(|(_, down)| down).collect()
+        })
+        .collect()
 }
 
 /// A crash (power loss) or restart (process only): the host's tasks die at their
@@ -352,6 +443,7 @@ fn kill(
     let name = app::host_name(host);
     if kind == EventKind::Crash {
         sim.crash(name.as_str());
+        control.disk.power_loss();
     }
     let unknown = shared.ledger().end_boot(host, at);
     shared.recorder().timeline.push(TimelineEvent {
@@ -362,41 +454,11 @@ fn kill(
         unknown,
     });
     control.set_boot_delay(down_for);
-    control.command.send_replace(Command::Run);
+    // A crash during the wind-down starts the host again to finish.
+    if *control.command.borrow() != Command::Finish {
+        control.command.send_replace(Command::Run);
+    }
     sim.bounce(name.as_str());
-}
-
-/// Tells every host to finish, restarts any that is down, and steps until all have
-/// taken their inventory. Returns the hosts that did not finish in time.
-fn wind_down(
-    sim: &mut turmoil::Sim<'static>,
-    shared: &Arc<Shared>,
-    steps: &mut u64,
-) -> anyhow::Result<Vec<u32>> {
-    for control in &shared.hosts {
-        control.command.send_replace(Command::Finish);
-        if control.phase() == Phase::Stopped {
-            control.set_boot_delay(Duration::ZERO);
-            sim.bounce(app::host_name(control.index).as_str());
-        }
-    }
-    let end = sim.elapsed() + WIND_DOWN_LIMIT;
-    while shared.hosts.iter().any(|h| h.phase() != Phase::Finished) && sim.elapsed() < end {
-        sim.step()
-            .map_err(|e| anyhow::anyhow!("simulation failed while winding down: {e}"))?;
-        *steps += 1;
-    }
-    let unfinished: Vec<u32> = shared
-        .hosts
-        .iter()
-        .filter(|h| h.phase() != Phase::Finished)
-        .map(|h| h.index)
-        .collect();
-    for &host in &unfinished {
-        let at = sim.elapsed();
-        shared.ledger().end_boot(host, at);
-    }
-    Ok(unfinished)
 }
 
 /// Adds one request of the fake to the interval it arrived in.

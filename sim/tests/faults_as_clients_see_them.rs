@@ -65,7 +65,12 @@ fn scheduled_statuses_reach_the_client_with_real_error_bodies() -> turmoil::Resu
         assert!(xml.text().starts_with("<?xml"), "{}", xml.text());
         for expected in [503, 429, 500, 408] {
             let err = remote
-                .put_if_absent("obj", Bytes::from_static(b"o"), T)
+                .put_if_absent(
+                    "obj",
+                    Bytes::from_static(b"o"),
+                    &object_store::Attributes::new(),
+                    T,
+                )
                 .await
                 .unwrap_err();
             assert!(
@@ -77,7 +82,12 @@ fn scheduled_statuses_reach_the_client_with_real_error_bodies() -> turmoil::Resu
         }
         // After the last window the write lands.
         remote
-            .put_if_absent("obj", Bytes::from_static(b"o"), T)
+            .put_if_absent(
+                "obj",
+                Bytes::from_static(b"o"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await?;
         Ok(())
     });
@@ -105,7 +115,12 @@ fn a_hang_lasts_until_the_client_gives_up_or_hang_for_ends() -> turmoil::Result 
         let remote = remote();
         let started = Instant::now();
         let err = remote
-            .put_if_absent("h", Bytes::from_static(b"h"), T)
+            .put_if_absent(
+                "h",
+                Bytes::from_static(b"h"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Timeout(t) if t == T), "{err}");
@@ -135,7 +150,12 @@ fn a_hang_lasts_until_the_client_gives_up_or_hang_for_ends() -> turmoil::Result 
         // After the window, the same client (fresh connection) succeeds.
         sleep(Duration::from_secs(40)).await;
         remote
-            .put_if_absent("h", Bytes::from_static(b"h"), T)
+            .put_if_absent(
+                "h",
+                Bytes::from_static(b"h"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await?;
         Ok(())
     });
@@ -186,7 +206,12 @@ fn a_reset_drops_the_connection_without_a_status() -> turmoil::Result {
             "{err:?}"
         );
         let err = remote()
-            .put_if_absent("r", Bytes::from_static(b"r"), T)
+            .put_if_absent(
+                "r",
+                Bytes::from_static(b"r"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await
             .unwrap_err();
         assert!(
@@ -228,13 +253,20 @@ fn a_stall_moves_stall_after_bytes_then_holds_uploads_and_downloads() -> turmoil
         let remote = remote();
         let big = Bytes::from(vec![7u8; 64 * 1024]);
         let err = remote
-            .put_if_absent("s", big.clone(), Duration::from_secs(10))
+            .put_if_absent(
+                "s",
+                big.clone(),
+                &object_store::Attributes::new(),
+                Duration::from_secs(10),
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Timeout(_)), "{err}");
         assert!(observed.object("bkt", "s").is_none());
         sleep(Duration::from_secs(50)).await;
-        remote.put_if_absent("s", big.clone(), T).await?;
+        remote
+            .put_if_absent("s", big.clone(), &object_store::Attributes::new(), T)
+            .await?;
 
         sleep(Duration::from_secs(60)).await; // into the read window
         let http = TurmoilHttp::new(4);
@@ -284,6 +316,7 @@ fn a_slow_success_takes_at_least_the_minimum_latency_and_lands() -> turmoil::Res
                 .put_if_absent(
                     &format!("slow/{i}"),
                     Bytes::from_static(b"s"),
+                    &object_store::Attributes::new(),
                     Duration::from_secs(10),
                 )
                 .await?;
@@ -322,7 +355,12 @@ fn commit_then_fail_lands_the_object_but_the_client_sees_a_failure() -> turmoil:
     sim.client("app", async move {
         let remote = remote();
         let err = remote
-            .put_if_absent("c503", Bytes::from_static(b"a"), T)
+            .put_if_absent(
+                "c503",
+                Bytes::from_static(b"a"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await
             .unwrap_err();
         assert!(
@@ -338,7 +376,12 @@ fn commit_then_fail_lands_the_object_but_the_client_sees_a_failure() -> turmoil:
         assert!(observed.object("bkt", "c503").is_some());
         sleep(Duration::from_secs(10)).await;
         let err = remote
-            .put_if_absent("chang", Bytes::from_static(b"b"), T)
+            .put_if_absent(
+                "chang",
+                Bytes::from_static(b"b"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::Timeout(_)), "{err}");
@@ -369,7 +412,12 @@ fn past_capacity_a_herd_is_shed_with_503_and_the_bucket_refills() -> turmoil::Re
                 .map(|i| {
                     tokio::spawn(async move {
                         remote()
-                            .put_if_absent(&format!("{round}/{i}"), Bytes::from_static(b"x"), T)
+                            .put_if_absent(
+                                &format!("{round}/{i}"),
+                                Bytes::from_static(b"x"),
+                                &object_store::Attributes::new(),
+                                T,
+                            )
                             .await
                     })
                 })
@@ -394,7 +442,12 @@ fn past_capacity_a_herd_is_shed_with_503_and_the_bucket_refills() -> turmoil::Re
         // Spread out, the same load fits.
         for i in 0..10 {
             remote()
-                .put_if_absent(&format!("spread/{i}"), Bytes::from_static(b"x"), T)
+                .put_if_absent(
+                    &format!("spread/{i}"),
+                    Bytes::from_static(b"x"),
+                    &object_store::Attributes::new(),
+                    T,
+                )
                 .await?;
             sleep(Duration::from_millis(200)).await;
         }
@@ -457,7 +510,7 @@ fn testbench_instructions_script_single_requests_by_header() -> turmoil::Result 
 
         // The Rust API: scripted for any request of the operation, header or not.
         scripted.script(Operation::ObjectsInsert, [Instruction::Return(429)]);
-        let err = remote().put_if_absent("w", Bytes::from_static(b"w"), T).await.unwrap_err();
+        let err = remote().put_if_absent("w", Bytes::from_static(b"w"), &object_store::Attributes::new(), T).await.unwrap_err();
         assert!(matches!(err, StoreError::Unavailable { status: Some(429), .. }), "{err}");
         let id = scripted.create_retry_test(BTreeMap::from([(Operation::ObjectsGet, vec![Instruction::Return(500)])]));
         let get = send_turmoil(&http, Method::GET, "/bkt/u", &[("x-retry-test-id", id.as_str())], b"").await?;

@@ -110,11 +110,21 @@ async fn the_spools_remote_writes_once_and_recognises_its_own_object() {
     let payload = Bytes::from_static(b"{\"event\":1}");
 
     remote
-        .put_if_absent("events/1.json", payload.clone(), t)
+        .put_if_absent(
+            "events/1.json",
+            payload.clone(),
+            &object_store::Attributes::new(),
+            t,
+        )
         .await
         .unwrap();
     let again = remote
-        .put_if_absent("events/1.json", payload.clone(), t)
+        .put_if_absent(
+            "events/1.json",
+            payload.clone(),
+            &object_store::Attributes::new(),
+            t,
+        )
         .await
         .unwrap_err();
     assert!(matches!(again, StoreError::AlreadyExists { .. }), "{again}");
@@ -183,7 +193,12 @@ async fn a_reset_is_a_transport_error_without_a_status() {
     let (fake, base) = real_fake(config(false, faults)).await;
     let remote = Remote::new(gcs_store_http(&base, BUCKET).unwrap());
     let err = remote
-        .put_if_absent("a", Bytes::from_static(b"a"), Duration::from_secs(10))
+        .put_if_absent(
+            "a",
+            Bytes::from_static(b"a"),
+            &object_store::Attributes::new(),
+            Duration::from_secs(10),
+        )
         .await
         .unwrap_err();
     assert!(

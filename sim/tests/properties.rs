@@ -73,6 +73,39 @@ fn event(duration: u64, hosts: u32) -> impl Strategy<Value = Ev> {
         })
 }
 
+/// Every kind of disk fault, each at a random rate (or none), over a random window.
+fn disk_faults() -> impl Strategy<Value = String> {
+    const KINDS: [&str; 12] = [
+        "eio_open",
+        "eio_read",
+        "eio_write",
+        "eio_fsync",
+        "eio_rename",
+        "eio_unlink",
+        "eio_readdir",
+        "enospc_create",
+        "enospc_write",
+        "enospc_rename",
+        "sticky_read",
+        "corrupt_at_rest",
+    ];
+    (
+        prop::collection::vec(prop_oneof![Just(0.0), 0.0f64..0.02], KINDS.len()),
+        0u64..20,
+        prop::option::of(1u64..40),
+    )
+        .prop_map(|(rates, from, len)| {
+            let mut t = format!("faults_from = \"{from}s\"\n");
+            if let Some(len) = len {
+                let _ = writeln!(t, "faults_until = \"{}s\"", from + len);
+            }
+            for (kind, rate) in KINDS.iter().zip(rates) {
+                let _ = writeln!(t, "{kind} = {rate:.5}");
+            }
+            t
+        })
+}
+
 prop_compose! {
     fn scenario()(duration in 20u64..50, hosts in 1u32..=3)(
         seed in any::<u64>(),
@@ -89,10 +122,9 @@ prop_compose! {
         poison in prop_oneof![3 => Just(0.0), 1 => 0.0f64..0.1],
         windows in prop::collection::vec(window(duration), 0..3),
         events in prop::collection::vec(event(duration, hosts), 0..4),
-        torn in prop::option::of(prop_oneof![Just(512u64), Just(4096)]),
-        sync_probability in prop_oneof![Just(0.0), 0.0f64..0.05],
-        io_error_probability in prop_oneof![4 => Just(0.0), 1 => 0.0f64..0.002],
-        corruption_probability in prop_oneof![4 => Just(0.0), 1 => 0.0f64..0.002],
+        block in prop_oneof![Just(512u64), Just(4096)],
+        disk_faults in prop_oneof![2 => Just(None), 1 => disk_faults().prop_map(Some)],
+        disk_crashes in prop::collection::vec((1u64..20_000, 0..hosts, 0u64..3000), 0..3),
         capacity_kib in prop::option::of(256u64..4096),
     ) -> String {
         let mut t = String::new();
@@ -118,9 +150,12 @@ prop_compose! {
         for e in &events {
             let _ = writeln!(t, "[[event]]\nat = \"{}s\"\nkind = \"{}\"\nhost = {}\ndown_for = \"{}ms\"\n", e.at, e.kind, e.host, e.down_ms);
         }
-        let _ = writeln!(t, "[disk]\nsync_probability = {sync_probability:.4}\nio_error_probability = {io_error_probability:.5}\ncorruption_probability = {corruption_probability:.5}");
-        if let Some(block) = torn {
-            let _ = writeln!(t, "torn_write_block = \"{block}B\"");
+        for (ops, host, down_ms) in &disk_crashes {
+            let _ = writeln!(t, "[[event]]\nafter_disk_ops = {ops}\nkind = \"crash\"\nhost = {host}\ndown_for = \"{down_ms}ms\"\n");
+        }
+        let _ = writeln!(t, "[disk]\nblock = \"{block}B\"");
+        if let Some(f) = &disk_faults {
+            t.push_str(f);
         }
         if let Some(kib) = capacity_kib {
             let _ = writeln!(t, "capacity = \"{kib}KiB\"");

@@ -24,11 +24,21 @@ fn a_503_window_makes_the_sink_report_a_retryable_503() -> turmoil::Result {
     sim.client("app", async move {
         let remote = remote();
         remote
-            .put_if_absent("before", Bytes::from_static(b"1"), T)
+            .put_if_absent(
+                "before",
+                Bytes::from_static(b"1"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await?;
         sleep(Duration::from_secs(2)).await;
         let err = remote
-            .put_if_absent("during", Bytes::from_static(b"2"), T)
+            .put_if_absent(
+                "during",
+                Bytes::from_static(b"2"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await
             .unwrap_err();
         assert!(
@@ -44,7 +54,12 @@ fn a_503_window_makes_the_sink_report_a_retryable_503() -> turmoil::Result {
         assert!(err.is_retryable());
         sleep(Duration::from_secs(10)).await;
         remote
-            .put_if_absent("during", Bytes::from_static(b"2"), T)
+            .put_if_absent(
+                "during",
+                Bytes::from_static(b"2"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await?;
         Ok(())
     });
@@ -65,14 +80,24 @@ fn a_hang_window_makes_the_sinks_timeout_fire() -> turmoil::Result {
         let remote = remote();
         for _ in 0..3 {
             let err = remote
-                .put_if_absent("h", Bytes::from_static(b"h"), T)
+                .put_if_absent(
+                    "h",
+                    Bytes::from_static(b"h"),
+                    &object_store::Attributes::new(),
+                    T,
+                )
                 .await
                 .unwrap_err();
             assert!(matches!(err, StoreError::Timeout(t) if t == T), "{err}");
         }
         sleep(Duration::from_secs(60)).await;
         remote
-            .put_if_absent("h", Bytes::from_static(b"h"), T)
+            .put_if_absent(
+                "h",
+                Bytes::from_static(b"h"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await?;
         Ok(())
     });
@@ -94,7 +119,7 @@ fn after_commit_then_503_the_retry_sees_412_and_the_object_is_there_once() -> tu
         let remote = remote();
         let payload = Bytes::from_static(b"{\"n\":1}");
         let err = remote
-            .put_if_absent("e/1", payload.clone(), T)
+            .put_if_absent("e/1", payload.clone(), &object_store::Attributes::new(), T)
             .await
             .unwrap_err();
         assert!(
@@ -109,7 +134,7 @@ fn after_commit_then_503_the_retry_sees_412_and_the_object_is_there_once() -> tu
         );
         sleep(Duration::from_secs(2)).await;
         let retry = remote
-            .put_if_absent("e/1", payload.clone(), T)
+            .put_if_absent("e/1", payload.clone(), &object_store::Attributes::new(), T)
             .await
             .unwrap_err();
         assert!(matches!(retry, StoreError::AlreadyExists { .. }), "{retry}");
@@ -139,7 +164,12 @@ fn a_partition_is_a_prompt_retryable_connect_error() -> turmoil::Result {
         turmoil::partition("app", "gcs");
         let started = tokio::time::Instant::now();
         let err = remote()
-            .put_if_absent("p", Bytes::from_static(b"p"), T)
+            .put_if_absent(
+                "p",
+                Bytes::from_static(b"p"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await
             .unwrap_err();
         assert!(
@@ -149,7 +179,12 @@ fn a_partition_is_a_prompt_retryable_connect_error() -> turmoil::Result {
         assert!(started.elapsed() < Duration::from_secs(1));
         turmoil::repair("app", "gcs");
         remote()
-            .put_if_absent("p", Bytes::from_static(b"p"), T)
+            .put_if_absent(
+                "p",
+                Bytes::from_static(b"p"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await?;
         Ok(())
     });
@@ -165,15 +200,30 @@ fn the_fakes_state_survives_a_bounce_of_its_host_and_clients_reconnect() -> turm
     sim.client("app", async move {
         let remote = remote();
         remote
-            .put_if_absent("before", Bytes::from_static(b"1"), T)
+            .put_if_absent(
+                "before",
+                Bytes::from_static(b"1"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await?;
         sleep(Duration::from_secs(5)).await;
         // The pooled connection died with the old server; a fresh one is dialled.
         remote
-            .put_if_absent("after", Bytes::from_static(b"2"), T)
+            .put_if_absent(
+                "after",
+                Bytes::from_static(b"2"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await?;
         let again = remote
-            .put_if_absent("before", Bytes::from_static(b"1"), T)
+            .put_if_absent(
+                "before",
+                Bytes::from_static(b"1"),
+                &object_store::Attributes::new(),
+                T,
+            )
             .await
             .unwrap_err();
         assert!(matches!(again, StoreError::AlreadyExists { .. }), "{again}");

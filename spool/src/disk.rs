@@ -43,11 +43,38 @@ impl std::fmt::Debug for DiskLock {
 
 /// The file-system operations the spool performs.
 pub trait Disk: Send + Sync + 'static {
-    /// Creates `dir` and any missing parents. Not durable until the parent is synced.
+    /// Creates `dir` and any missing parents, and makes each directory it creates
+    /// durable (syncs the parent it was created in): a spool's directory must not
+    /// vanish at a power loss with the entries in it.
     fn create_dir_all<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, ()>;
     /// Creates `path`, which must not exist, writes all of `data` and syncs the file's
     /// data. On error the file may exist, partially written.
     fn create_synced<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()>;
+    /// [`Disk::create_synced`] of `tmp`, then [`Disk::rename`] of `tmp` to `path`, as
+    /// one call (one hand-off to a blocking thread for a put). On error either name
+    /// may exist.
+    fn write_and_rename<'a>(
+        &'a self,
+        tmp: &'a Path,
+        path: &'a Path,
+        data: Bytes,
+    ) -> DiskFuture<'a, ()> {
+        Box::pin(async move {
+            self.create_synced(tmp, data).await?;
+            self.rename(tmp, path).await
+        })
+    }
+    /// Removes every file in `paths`, in order, as one call; one result per path.
+    /// Not durable until the directories are synced.
+    fn remove_all<'a>(&'a self, paths: &'a [PathBuf]) -> DiskFuture<'a, Vec<io::Result<()>>> {
+        Box::pin(async move {
+            let mut results = Vec::with_capacity(paths.len());
+            for path in paths {
+                results.push(self.remove(path).await);
+            }
+            Ok(results)
+        })
+    }
     /// Atomically renames `from` to `to`, replacing `to`.
     fn rename<'a>(&'a self, from: &'a Path, to: &'a Path) -> DiskFuture<'a, ()>;
     /// Makes every earlier change to the entries of `dir` durable (fsync on the
@@ -81,15 +108,46 @@ async fn blocking<T: Send + 'static>(
 impl Disk for StdDisk {
     fn create_dir_all<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, ()> {
         let dir = dir.to_path_buf();
-        Box::pin(blocking(move || std::fs::create_dir_all(dir)))
+        Box::pin(blocking(move || {
+            let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
+            for created in missing.into_iter().rev() {
+                match std::fs::create_dir(created) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(e),
+                }
+                let parent = created
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                File::open(parent)?.sync_all()?;
+            }
+            Ok(())
+        }))
     }
 
     fn create_synced<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()> {
         let path = path.to_path_buf();
+        Box::pin(blocking(move || write_synced(&path, &data)))
+    }
+
+    fn write_and_rename<'a>(
+        &'a self,
+        tmp: &'a Path,
+        path: &'a Path,
+        data: Bytes,
+    ) -> DiskFuture<'a, ()> {
+        let (tmp, path) = (tmp.to_path_buf(), path.to_path_buf());
         Box::pin(blocking(move || {
-            let mut file = File::options().write(true).create_new(true).open(&path)?;
-            file.write_all(&data)?;
-            file.sync_data()
+            write_synced(&tmp, &data)?;
+            std::fs::rename(&tmp, &path)
+        }))
+    }
+
+    fn remove_all<'a>(&'a self, paths: &'a [PathBuf]) -> DiskFuture<'a, Vec<io::Result<()>>> {
+        let paths = paths.to_vec();
+        Box::pin(blocking(move || {
+            Ok(paths.iter().map(std::fs::remove_file).collect())
         }))
     }
 
@@ -134,6 +192,12 @@ impl Disk for StdDisk {
         let path = path.to_path_buf();
         Box::pin(blocking(move || lock_file(&path).map(DiskLock::new)))
     }
+}
+
+fn write_synced(path: &Path, data: &[u8]) -> io::Result<()> {
+    let mut file = File::options().write(true).create_new(true).open(path)?;
+    file.write_all(data)?;
+    file.sync_data()
 }
 
 /// Takes an advisory exclusive lock (`flock`) on `path`, creating it, and records this

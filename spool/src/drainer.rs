@@ -1,23 +1,28 @@
 //! The drainer: workers that deliver spooled entries once the store recovers.
 //!
 //! Each worker claims the oldest unclaimed entry (workers never share one), reads and
-//! verifies it, and writes it create-if-absent until the store settles it:
+//! verifies it in full (a corrupt entry is never uploaded), and writes it, with its
+//! attributes, create-if-absent until the store settles it:
 //!
 //! | store answer | action |
 //! |---|---|
 //! | success | remove the entry |
-//! | already exists, same size and MD5 | an earlier try landed: remove the entry |
-//! | already exists, different contents | dead-letter (someone else used the name) |
+//! | already exists, proven ours (MD5, or the bytes read back) | an earlier try landed: remove the entry |
+//! | already exists, proven different | dead-letter as a conflict (someone else used the name) |
+//! | already exists, cannot be checked | dead-letter as "conflict: cannot verify", never removed |
 //! | retryable failure (408, 429, 5xx, timeout, reset) | sleep a jittered backoff, try again |
 //! | permanent failure (400, 403, ...) | dead-letter with the error, go on |
-//! | entry fails verification | quarantine with the reason, go on |
+//! | entry fails verification, or cannot be read 5 times in a row | quarantine with the reason, go on |
 //!
-//! Backoff is per worker: `uniform(0, min(cap, base * 2^failures))` with full jitter,
-//! drawn from a seeded RNG, reset by any success. Shutdown stops workers between
-//! entries: an upload in flight finishes (or times out), a backoff sleep is cut short.
+//! A write may take `put_timeout` plus its size over `min_bytes_per_second`, so a
+//! large entry on a slow link is not retried forever. Backoff is per worker:
+//! `uniform(0, min(cap, base * 2^failures))` with full jitter, drawn from a seeded
+//! RNG, reset by any success. Shutdown stops workers between entries: an upload in
+//! flight finishes (or times out), a backoff sleep is cut short.
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::watch;
@@ -25,6 +30,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::backoff::{Backoff, BackoffConfig};
+use crate::entry::Header;
 use crate::error::StoreError;
 use crate::metrics::{DrainOutcome, WritePath};
 use crate::remote::{Existing, Remote};
@@ -36,8 +42,13 @@ pub struct DrainerConfig {
     /// Concurrent workers, each on its own entry. Default 4. Drain throughput is
     /// about `workers / store write latency`; one worker keeps strict order.
     pub workers: usize,
-    /// How long one drain write may take before it counts as failed. Default 30 s.
+    /// The least time one drain write may take before it counts as failed, whatever
+    /// its size. Default 30 s.
     pub put_timeout: Duration,
+    /// The slowest upload rate a drain write is allowed, in bytes per second: a
+    /// write's timeout is `put_timeout + size / min_bytes_per_second`. Default 1 MiB/s
+    /// (a 100 MiB entry gets 130 s). Must be at least 1.
+    pub min_bytes_per_second: u64,
     /// Delay between retries of a failing entry. Default: 1 s base, 64 s cap, full
     /// jitter (the Node.js Cloud Storage client's delays, without its retry limit).
     pub backoff: BackoffConfig,
@@ -51,9 +62,18 @@ impl Default for DrainerConfig {
         Self {
             workers: 4,
             put_timeout: Duration::from_secs(30),
+            min_bytes_per_second: 1 << 20,
             backoff: BackoffConfig::default(),
             rng_seed: None,
         }
+    }
+}
+
+impl DrainerConfig {
+    /// How long a drain write of `bytes` may take.
+    pub fn write_timeout(&self, bytes: u64) -> Duration {
+        let transfer = bytes as f64 / self.min_bytes_per_second.max(1) as f64;
+        self.put_timeout + Duration::from_secs_f64(transfer)
     }
 }
 
@@ -61,6 +81,7 @@ impl Default for DrainerConfig {
 /// mid-entry, which is safe (a claimed entry stays on disk) but not graceful.
 #[derive(Debug)]
 pub struct Drainer {
+    spool: Spool,
     stop: watch::Sender<bool>,
     workers: Vec<JoinHandle<()>>,
 }
@@ -87,15 +108,21 @@ impl Drainer {
                 tokio::spawn(worker.run())
             })
             .collect();
-        Drainer { stop, workers }
+        Drainer {
+            spool,
+            stop,
+            workers,
+        }
     }
 
-    /// Stops the workers between entries and waits for them.
+    /// Stops the workers between entries, waits for them, and for the removals of
+    /// the entries they delivered.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
         for worker in std::mem::take(&mut self.workers) {
             let _ = worker.await;
         }
+        self.spool.flush_removals().await;
     }
 }
 
@@ -137,52 +164,44 @@ impl Worker {
         }
     }
 
-    /// Works on one entry until it is settled. Returns false when asked to stop.
+    /// Works on one entry until it is settled or given back. Returns false when
+    /// asked to stop.
     async fn drain(&mut self, claim: Claim, backoff: &mut Backoff) -> bool {
-        // A failed check is read once more before the entry is quarantined: some
-        // devices return transient errors.
-        let first = self.spool.read(&claim).await;
-        let read = match first {
-            Err(ReadError::Corrupt(_)) => self.spool.read(&claim).await,
-            other => other,
-        };
-        let (header, payload) = match read {
+        let (header, payload) = match self.read(&claim).await {
             Ok(entry) => entry,
-            Err(e @ ReadError::Corrupt(_)) => {
+            Err(ReadError::Gone(_)) => {
+                self.spool.forget_gone(claim);
+                return true;
+            }
+            Err(e) if e.is_final() => {
                 if let Err(io) = self.spool.quarantine(claim, &e.to_string()).await {
-                    tracing::error!(error = %io, "cannot quarantine a corrupt entry");
+                    // It stays, and comes back after a pause: no tight loop on a
+                    // disk that refuses the move.
+                    tracing::error!(error = %io, "cannot quarantine an entry");
+                    let delay = backoff.next_delay(&mut self.rng);
+                    return self.pause(delay).await;
                 }
                 return true;
             }
-            Err(e @ ReadError::Io { .. }) => {
-                // Leave it claimed-then-released and try again after a pause.
-                tracing::error!(error = %e, "cannot read spool entry");
+            Err(e) => {
+                // Given back: another read, by this worker or another, after a pause.
+                tracing::warn!(error = %e, "cannot read spool entry; will retry");
                 drop(claim);
                 let delay = backoff.next_delay(&mut self.rng);
                 return self.pause(delay).await;
             }
         };
-        #[cfg(feature = "mutations")]
-        let claim = if self
-            .spool
-            .mutation_is(crate::spool::Mutation::RemoveBeforeUpload)
-        {
-            let _ = self.spool.remove(claim).await;
-            let _ = self.attempt(&header.name, &payload).await;
-            return true;
-        } else {
-            claim
-        };
         loop {
-            match self.attempt(&header.name, &payload).await {
+            let step = self.attempt(&header, &payload).await;
+            let settled = match step {
                 Step::Done(how) => {
                     backoff.reset();
                     self.spool.metrics().drained(how);
-                    if let Err(e) = self.spool.remove(claim).await {
-                        tracing::error!(error = %e, seq = header.seq, "cannot remove a drained entry");
-                    }
-                    return true;
+                    // Off the worker's path: the remover deletes in batches.
+                    self.spool.remove_in_background(claim);
+                    Ok(())
                 }
+                Step::DeadLetter(error) => self.spool.dead_letter(claim, &error).await,
                 Step::Retry(e) => {
                     self.spool.metrics().drain_retries.inc();
                     let delay = backoff.next_delay(&mut self.rng);
@@ -190,14 +209,27 @@ impl Worker {
                     if !self.pause(delay).await {
                         return false;
                     }
+                    continue;
                 }
-                Step::DeadLetter(error) => {
-                    if let Err(e) = self.spool.dead_letter(claim, &error).await {
-                        tracing::error!(error = %e, seq = header.seq, "cannot dead-letter an entry");
-                    }
-                    return true;
+            };
+            return match settled {
+                Ok(()) => true,
+                Err(e) => {
+                    // The entry stays in the spool and comes back to a worker later.
+                    tracing::error!(error = %e, seq = header.seq, "cannot settle a drained entry");
+                    let delay = backoff.next_delay(&mut self.rng);
+                    self.pause(delay).await
                 }
-            }
+            };
+        }
+    }
+
+    /// Reads and verifies the claimed entry. A failed check is read once more before
+    /// it counts: some devices return transient errors.
+    async fn read(&mut self, claim: &Claim) -> Result<(Header, Bytes), ReadError> {
+        match self.spool.read(claim).await {
+            Err(ReadError::Corrupt(_)) => self.spool.read(claim).await,
+            other => other,
         }
     }
 
@@ -210,13 +242,13 @@ impl Worker {
         }
     }
 
-    async fn attempt(&self, name: &str, payload: &bytes::Bytes) -> Step {
+    async fn attempt(&self, header: &Header, payload: &Bytes) -> Step {
         let metrics = self.spool.metrics();
-        let timeout = self.config.put_timeout;
+        let timeout = self.config.write_timeout(payload.len() as u64);
         let started = Instant::now();
         let result = self
             .remote
-            .put_if_absent(name, payload.clone(), timeout)
+            .put_if_absent(&header.name, payload.clone(), &header.attributes, timeout)
             .await;
         metrics
             .drain_write_seconds
@@ -233,17 +265,23 @@ impl Worker {
                 Step::DeadLetter(error.to_string())
             };
         }
-        match self.remote.check_existing(name, payload, timeout).await {
+        let conflict = |detail: String| {
+            let conflict = StoreError::Conflict { detail };
+            metrics.store_error(WritePath::Drain, conflict.kind_label());
+            Step::DeadLetter(conflict.to_string())
+        };
+        match self
+            .remote
+            .check_existing(&header.name, payload, timeout)
+            .await
+        {
             Ok(Existing::Matches) => Step::Done(DrainOutcome::AlreadyPresent),
             // Deleted since the 412: the next create will succeed.
             Ok(Existing::Missing) => Step::Retry(error),
-            Ok(Existing::Differs(detail)) => {
-                let conflict = StoreError::Conflict { detail };
-                metrics.store_error(WritePath::Drain, conflict.kind_label());
-                Step::DeadLetter(conflict.to_string())
-            }
+            Ok(Existing::Differs(detail)) => conflict(detail),
+            Ok(Existing::Unverifiable(detail)) => conflict(format!("cannot verify: {detail}")),
             Err(e) if e.is_retryable() => Step::Retry(e),
-            Err(e) => Step::DeadLetter(format!("object exists but cannot be checked: {e}")),
+            Err(e) => conflict(format!("cannot verify: {e}")),
         }
     }
 }
@@ -259,7 +297,6 @@ mod tests {
     use crate::SpoolConfig;
     use crate::backoff::Jitter;
     use crate::disk::Disk;
-    use crate::layout::entry_file_name;
     use crate::metrics::DrainOutcome as D;
     use crate::testing::{FlakyStore, Mode, mem_spool};
 
@@ -267,6 +304,7 @@ mod tests {
         DrainerConfig {
             workers,
             put_timeout: Duration::from_secs(5),
+            min_bytes_per_second: 1 << 20,
             backoff: BackoffConfig {
                 base: Duration::from_secs(1),
                 cap: Duration::from_secs(4),
@@ -385,9 +423,10 @@ mod tests {
         let names: Vec<String> = store.contents().await.into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["ok/1", "ok/2"]);
         assert_eq!(spool.metrics().dead_lettered_total(), 1);
-        let error_file =
-            Path::new("/spool/dead-letter").join(format!("{}.error", entry_file_name(2)));
-        let error = String::from_utf8(disk.read(&error_file).await.unwrap()).unwrap();
+        let dead = Path::new("/spool/dead-letter");
+        let names = disk.list(dead).await.unwrap();
+        let error_file = names.iter().find(|n| n.ends_with(".error")).unwrap();
+        let error = String::from_utf8(disk.read(&dead.join(error_file)).await.unwrap()).unwrap();
         assert!(error.contains("refused"), "{error}");
     }
 
@@ -395,12 +434,11 @@ mod tests {
     async fn an_entry_corrupted_after_open_is_quarantined_and_draining_goes_on() {
         let (spool, disk) = mem_spool(SpoolConfig::default()).await;
         fill(&spool, &["a", "b"]).await;
-        disk.corrupt(
-            &Path::new("/spool/entries").join(entry_file_name(1)),
-            |bytes| {
-                *bytes.last_mut().unwrap() ^= 1;
-            },
-        );
+        let entries = Path::new("/spool/entries");
+        let first = disk.list(entries).await.unwrap().into_iter().min().unwrap();
+        disk.corrupt(&entries.join(first), |bytes| {
+            *bytes.last_mut().unwrap() ^= 1;
+        });
         let store = FlakyStore::new(Mode::Healthy);
         let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(2));
         until_empty(&spool).await;
@@ -408,6 +446,89 @@ mod tests {
         assert_eq!(store.contents().await.len(), 1);
         assert_eq!(spool.stats().quarantined_files, 1);
         assert_eq!(spool.metrics().quarantined_total(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_entry_that_cannot_be_read_is_set_aside_and_the_rest_drains() {
+        let (spool, disk) = mem_spool(SpoolConfig::default()).await;
+        fill(&spool, &["bad-sector", "b", "c"]).await;
+        let entries = Path::new("/spool/entries");
+        let first = disk.list(entries).await.unwrap().into_iter().min().unwrap();
+        disk.make_unreadable(&entries.join(first));
+        let store = FlakyStore::new(Mode::Healthy);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(4));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        let names: Vec<String> = store.contents().await.into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["b", "c"]);
+        assert_eq!(spool.stats().quarantined_files, 1);
+        let quarantine = Path::new("/spool/quarantine");
+        let notes = disk.list(quarantine).await.unwrap();
+        let note = notes.iter().find(|n| n.ends_with(".reason")).unwrap();
+        let reason = String::from_utf8(disk.read(&quarantine.join(note)).await.unwrap()).unwrap();
+        assert!(reason.contains("cannot read"), "{reason}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_same_size_object_with_other_bytes_is_a_conflict_never_a_delivery() {
+        // The store's ETag is not an MD5 (as for Cloud Storage's composite objects):
+        // only reading the bytes back can tell.
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        let store = FlakyStore::new(Mode::Healthy);
+        use object_store::ObjectStoreExt;
+        store
+            .inner
+            .put(&"a".into(), Bytes::from("bytes of z").into())
+            .await
+            .unwrap();
+        fill(&spool, &["a"]).await;
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(1));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        assert_eq!(spool.metrics().dead_lettered_total(), 1);
+        assert_eq!(spool.metrics().drained_total(D::AlreadyPresent), 0);
+        assert_eq!(store.contents().await[0].1, Bytes::from("bytes of z"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn attributes_survive_a_spooled_write() {
+        use object_store::{Attribute, Attributes, ObjectStoreExt};
+        let mut attributes = Attributes::new();
+        attributes.insert(Attribute::ContentType, "application/json".into());
+        attributes.insert(Attribute::ContentEncoding, "gzip".into());
+        attributes.insert(Attribute::CacheControl, "no-store".into());
+        attributes.insert(Attribute::ContentDisposition, "attachment".into());
+        attributes.insert(Attribute::Metadata("team".into()), "sre".into());
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        let store = FlakyStore::new(Mode::Healthy);
+        let uploader = crate::Uploader::new(
+            spool.clone(),
+            Remote::new(store.clone()),
+            crate::UploaderConfig::default(),
+        );
+        let bytes = Bytes::from_static(b"{}");
+        let direct = uploader
+            .upload_with("direct", bytes.clone(), &attributes)
+            .await;
+        assert_eq!(direct.unwrap(), crate::Outcome::Stored);
+        store.set_mode(Mode::Down);
+        let spooled = uploader.upload_with("spooled", bytes, &attributes).await;
+        assert!(matches!(spooled.unwrap(), crate::Outcome::Spooled { .. }));
+        store.set_mode(Mode::Healthy);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(1));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        let direct = store.inner.get(&"direct".into()).await.unwrap().attributes;
+        let drained = store.inner.get(&"spooled".into()).await.unwrap().attributes;
+        assert_eq!(direct, attributes);
+        assert_eq!(drained, direct);
+    }
+
+    #[test]
+    fn the_drain_timeout_grows_with_the_entry() {
+        let config = DrainerConfig::default();
+        assert_eq!(config.write_timeout(0), Duration::from_secs(30));
+        assert_eq!(config.write_timeout(100 << 20), Duration::from_secs(130));
     }
 
     #[tokio::test(start_paused = true)]

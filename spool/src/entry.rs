@@ -1,33 +1,48 @@
 //! The on-disk entry format: one file per pending object.
 //!
+//! Version 2 (written since 2026-12; version 1 files are still read):
+//!
 //! ```text
 //! offset  size  field
 //!      0     8  magic "SPOOLENT"
-//!      8     2  format version (1), little-endian like every integer below
-//!     10     2  object name length in bytes (at most 1024)
-//!     12     4  reserved, zero
+//!      8     2  format version (2), little-endian like every integer below
+//!     10     2  object name length n, in bytes (at most 1024)
+//!     12     4  attribute block length a, in bytes (at most 8 KiB; version 1: zero)
 //!     16     8  sequence number (the entry's place in the drain order)
 //!     24     8  creation time, milliseconds since the Unix epoch (for ages)
 //!     32     8  payload length in bytes
 //!     40     4  crc32c of the payload
-//!     44     4  crc32c of bytes 0..44 followed by the name
+//!     44     4  crc32c of bytes 0..44, then the name, then the attribute block
 //!     48     n  object name, UTF-8
-//!   48+n     m  payload
+//!   48+n     a  attributes (below)
+//! 48+n+a     m  payload
 //! ```
 //!
-//! The header checksum covers the name, so a torn or bit-flipped header is never
-//! mistaken for a valid one; the payload has its own checksum so a reader can check
-//! the header without hashing the whole object. A file that fails any check is
-//! [`Corrupt`] and is quarantined by the spool, never uploaded.
+//! The attribute block holds the object's attributes (content type, encoding,
+//! language, disposition, cache control, storage class, custom metadata), each as
+//! `kind: u8`, for custom metadata `key length: u16, key`, then `value length: u16,
+//! value`, sorted by kind and key so that the same attributes always encode alike.
+//!
+//! The header checksum covers the name and attributes, so a torn or bit-flipped
+//! header is never mistaken for a valid one; the payload has its own checksum so a
+//! reader can check the header without hashing the whole object. A file that fails
+//! any check is [`Corrupt`] and is quarantined by the spool, never uploaded.
+
+use std::borrow::Cow;
 
 use bytes::{BufMut, Bytes, BytesMut};
+use object_store::{Attribute, AttributeValue, Attributes};
 
 /// The first eight bytes of every entry file.
 pub const MAGIC: [u8; 8] = *b"SPOOLENT";
-/// The format version this code writes and reads.
-pub const FORMAT_VERSION: u16 = 1;
+/// The format version this code writes.
+pub const FORMAT_VERSION: u16 = 2;
+/// The oldest format version this code reads.
+pub const OLDEST_READABLE_VERSION: u16 = 1;
 /// Size of the fixed part of the header, before the object name.
 pub const FIXED_HEADER_BYTES: usize = 48;
+/// Largest attribute block, in bytes: Cloud Storage's limit on custom metadata.
+pub const MAX_ATTRIBUTE_BYTES: usize = 8 * 1024;
 
 /// Everything an entry records about its object, except the bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +53,10 @@ pub struct Header {
     pub created_unix_ms: u64,
     /// The object name the payload is to be written under.
     pub name: String,
+    /// The object's attributes, sent with its drain write.
+    pub attributes: Attributes,
+    /// Length of the encoded attribute block, in bytes.
+    pub attribute_bytes: u32,
     /// Payload length in bytes.
     pub payload_len: u64,
     /// crc32c of the payload.
@@ -47,14 +66,19 @@ pub struct Header {
 impl Header {
     /// Size of the whole entry file this header describes.
     pub fn file_bytes(&self) -> u64 {
-        file_bytes(self.name.len(), self.payload_len)
+        file_bytes(
+            self.name.len(),
+            self.attribute_bytes as usize,
+            self.payload_len,
+        )
     }
 }
 
-/// Size of an entry file for a name of `name_len` bytes and a payload of
-/// `payload_len` bytes. This is what counts against a spool's `max_bytes`.
-pub fn file_bytes(name_len: usize, payload_len: u64) -> u64 {
-    (FIXED_HEADER_BYTES + name_len) as u64 + payload_len
+/// Size of an entry file for a name of `name_len` bytes, an attribute block of
+/// `attribute_len` bytes and a payload of `payload_len` bytes. This is what counts
+/// against a spool's `max_bytes`.
+pub fn file_bytes(name_len: usize, attribute_len: usize, payload_len: u64) -> u64 {
+    (FIXED_HEADER_BYTES + name_len + attribute_len) as u64 + payload_len
 }
 
 /// Why an entry file cannot be trusted.
@@ -86,6 +110,9 @@ pub enum Corrupt {
     /// The object name is not UTF-8.
     #[error("object name is not valid UTF-8")]
     NameNotUtf8,
+    /// The attribute block does not decode.
+    #[error("attribute block is malformed: {0}")]
+    Attributes(&'static str),
     /// The file length disagrees with the header.
     #[error("file is {actual} bytes but its header says {expected}")]
     LengthMismatch {
@@ -104,22 +131,133 @@ pub enum Corrupt {
     },
 }
 
-/// Encodes a complete entry file.
-pub fn encode(seq: u64, created_unix_ms: u64, name: &str, payload: &[u8]) -> Bytes {
+/// Attributes the entry format cannot store.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidAttributes {
+    /// An attribute kind this version of the spool does not know.
+    #[error("attribute {0} cannot be spooled")]
+    Unsupported(String),
+    /// The encoded attributes exceed [`MAX_ATTRIBUTE_BYTES`].
+    #[error("attributes take {bytes} bytes; at most {MAX_ATTRIBUTE_BYTES} can be spooled")]
+    TooLarge {
+        /// Their encoded size.
+        bytes: usize,
+    },
+}
+
+const CONTENT_DISPOSITION: u8 = 1;
+const CONTENT_ENCODING: u8 = 2;
+const CONTENT_LANGUAGE: u8 = 3;
+const CONTENT_TYPE: u8 = 4;
+const CACHE_CONTROL: u8 = 5;
+const STORAGE_CLASS: u8 = 6;
+const METADATA: u8 = 7;
+
+fn kind_of(attribute: &Attribute) -> Result<(u8, &str), InvalidAttributes> {
+    Ok(match attribute {
+        Attribute::ContentDisposition => (CONTENT_DISPOSITION, ""),
+        Attribute::ContentEncoding => (CONTENT_ENCODING, ""),
+        Attribute::ContentLanguage => (CONTENT_LANGUAGE, ""),
+        Attribute::ContentType => (CONTENT_TYPE, ""),
+        Attribute::CacheControl => (CACHE_CONTROL, ""),
+        Attribute::StorageClass => (STORAGE_CLASS, ""),
+        Attribute::Metadata(key) => (METADATA, key.as_ref()),
+        other => return Err(InvalidAttributes::Unsupported(format!("{other:?}"))),
+    })
+}
+
+/// Encodes `attributes` as an attribute block, sorted, or says why it cannot.
+pub fn encode_attributes(attributes: &Attributes) -> Result<Vec<u8>, InvalidAttributes> {
+    let mut items = Vec::with_capacity(attributes.len());
+    for (attribute, value) in attributes {
+        let (kind, key) = kind_of(attribute)?;
+        items.push((kind, key, value.as_ref()));
+    }
+    items.sort_unstable();
+    let mut out = Vec::new();
+    for (kind, key, value) in items {
+        out.push(kind);
+        if kind == METADATA {
+            put_str(&mut out, key)?;
+        }
+        put_str(&mut out, value)?;
+    }
+    if out.len() > MAX_ATTRIBUTE_BYTES {
+        return Err(InvalidAttributes::TooLarge { bytes: out.len() });
+    }
+    Ok(out)
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) -> Result<(), InvalidAttributes> {
+    let len = u16::try_from(s.len()).map_err(|_| InvalidAttributes::TooLarge { bytes: s.len() })?;
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+    Ok(())
+}
+
+fn decode_attributes(mut block: &[u8]) -> Result<Attributes, Corrupt> {
+    fn take_str<'a>(block: &mut &'a [u8]) -> Result<&'a str, Corrupt> {
+        let len_bytes = block
+            .get(..2)
+            .ok_or(Corrupt::Attributes("truncated length"))?;
+        let len = usize::from(u16::from_le_bytes([len_bytes[0], len_bytes[1]]));
+        let s = block
+            .get(2..2 + len)
+            .ok_or(Corrupt::Attributes("truncated string"))?;
+        *block = &block[2 + len..];
+        std::str::from_utf8(s).map_err(|_| Corrupt::Attributes("not UTF-8"))
+    }
+    let mut attributes = Attributes::new();
+    while let Some((&kind, rest)) = block.split_first() {
+        block = rest;
+        let attribute = match kind {
+            CONTENT_DISPOSITION => Attribute::ContentDisposition,
+            CONTENT_ENCODING => Attribute::ContentEncoding,
+            CONTENT_LANGUAGE => Attribute::ContentLanguage,
+            CONTENT_TYPE => Attribute::ContentType,
+            CACHE_CONTROL => Attribute::CacheControl,
+            STORAGE_CLASS => Attribute::StorageClass,
+            METADATA => Attribute::Metadata(Cow::Owned(take_str(&mut block)?.to_owned())),
+            _ => return Err(Corrupt::Attributes("unknown attribute kind")),
+        };
+        let value = take_str(&mut block)?.to_owned();
+        attributes.insert(attribute, AttributeValue::from(value));
+    }
+    Ok(attributes)
+}
+
+/// Encodes a complete entry file. `attributes` is an attribute block from
+/// [`encode_attributes`].
+pub fn encode(
+    seq: u64,
+    created_unix_ms: u64,
+    name: &str,
+    attributes: &[u8],
+    payload: &[u8],
+) -> Bytes {
     let name_len = u16::try_from(name.len()).expect("object names are checked to be <= 1024 bytes");
-    let mut buf = BytesMut::with_capacity(file_bytes(name.len(), payload.len() as u64) as usize);
+    let attribute_len =
+        u32::try_from(attributes.len()).expect("attributes are checked to be <= 8 KiB");
+    let total = file_bytes(name.len(), attributes.len(), payload.len() as u64) as usize;
+    let mut buf = BytesMut::with_capacity(total);
     buf.put_slice(&MAGIC);
     buf.put_u16_le(FORMAT_VERSION);
     buf.put_u16_le(name_len);
-    buf.put_u32_le(0);
+    buf.put_u32_le(attribute_len);
     buf.put_u64_le(seq);
     buf.put_u64_le(created_unix_ms);
     buf.put_u64_le(payload.len() as u64);
     buf.put_u32_le(crc32c::crc32c(payload));
-    let header_crc = crc32c::crc32c_append(crc32c::crc32c(&buf[..44]), name.as_bytes());
+    let header_crc = crc32c::crc32c_append(
+        crc32c::crc32c_append(crc32c::crc32c(&buf[..44]), name.as_bytes()),
+        attributes,
+    );
     buf.put_u32_le(header_crc);
     buf.put_slice(name.as_bytes());
+    buf.put_slice(attributes);
     buf.put_slice(payload);
+    debug_assert_eq!(buf.len(), total);
     buf.freeze()
 }
 
@@ -139,20 +277,23 @@ pub fn decode_header(file: &[u8]) -> Result<(Header, usize), Corrupt> {
     let u32_at = |at: usize| u32::from_le_bytes(file[at..at + 4].try_into().unwrap());
     let u64_at = |at: usize| u64::from_le_bytes(file[at..at + 8].try_into().unwrap());
     let version = u16_at(8);
-    if version != FORMAT_VERSION {
+    if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(Corrupt::UnsupportedVersion(version));
     }
     let name_end = FIXED_HEADER_BYTES + usize::from(u16_at(10));
-    if file.len() < name_end {
+    // Version 1 kept these four bytes zero; they are covered by the checksum.
+    let attribute_bytes = u32_at(12);
+    let header_end = name_end + attribute_bytes as usize;
+    if file.len() < header_end {
         return Err(Corrupt::Truncated {
             len: file.len(),
-            needed: name_end,
+            needed: header_end,
         });
     }
     let stored = u32_at(44);
     let computed = crc32c::crc32c_append(
         crc32c::crc32c(&file[..44]),
-        &file[FIXED_HEADER_BYTES..name_end],
+        &file[FIXED_HEADER_BYTES..header_end],
     );
     if stored != computed {
         return Err(Corrupt::HeaderChecksum { stored, computed });
@@ -164,10 +305,12 @@ pub fn decode_header(file: &[u8]) -> Result<(Header, usize), Corrupt> {
         seq: u64_at(16),
         created_unix_ms: u64_at(24),
         name,
+        attributes: decode_attributes(&file[name_end..header_end])?,
+        attribute_bytes,
         payload_len: u64_at(32),
         payload_crc32c: u32_at(40),
     };
-    Ok((header, name_end))
+    Ok((header, header_end))
 }
 
 /// Decodes a whole entry file and checks every field, the length and both checksums.
@@ -196,25 +339,57 @@ pub fn decode(file: Bytes) -> Result<(Header, Bytes), Corrupt> {
 mod tests {
     use super::*;
 
+    fn attributes() -> Attributes {
+        let mut a = Attributes::new();
+        a.insert(Attribute::ContentType, "application/json".into());
+        a.insert(Attribute::Metadata("team".into()), "sre ☃".into());
+        a.insert(Attribute::CacheControl, "no-cache".into());
+        a
+    }
+
     fn sample() -> Bytes {
-        encode(7, 1_700_000_000_000, "dir/obj.bin", b"hello world")
+        let block = encode_attributes(&attributes()).unwrap();
+        encode(7, 1_700_000_000_000, "dir/obj.bin", &block, b"hello world")
     }
 
     #[test]
-    fn round_trips_header_and_payload() {
+    fn round_trips_header_attributes_and_payload() {
         let (header, payload) = decode(sample()).unwrap();
-        assert_eq!(
-            header,
-            Header {
-                seq: 7,
-                created_unix_ms: 1_700_000_000_000,
-                name: "dir/obj.bin".into(),
-                payload_len: 11,
-                payload_crc32c: crc32c::crc32c(b"hello world"),
-            }
-        );
+        assert_eq!(header.seq, 7);
+        assert_eq!(header.created_unix_ms, 1_700_000_000_000);
+        assert_eq!(header.name, "dir/obj.bin");
+        assert_eq!(header.attributes, attributes());
+        assert_eq!(header.payload_len, 11);
+        assert_eq!(header.payload_crc32c, crc32c::crc32c(b"hello world"));
         assert_eq!(&payload[..], b"hello world");
         assert_eq!(header.file_bytes(), sample().len() as u64);
+    }
+
+    #[test]
+    fn the_same_attributes_encode_alike_whatever_their_insertion_order() {
+        let mut reversed = Attributes::new();
+        let mut items: Vec<_> = attributes()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        items.reverse();
+        for (k, v) in items {
+            reversed.insert(k, v);
+        }
+        assert_eq!(
+            encode_attributes(&reversed).unwrap(),
+            encode_attributes(&attributes()).unwrap()
+        );
+    }
+
+    #[test]
+    fn attributes_over_the_limit_are_refused() {
+        let mut a = Attributes::new();
+        a.insert(Attribute::Metadata("k".into()), "v".repeat(9000).into());
+        assert!(matches!(
+            encode_attributes(&a),
+            Err(InvalidAttributes::TooLarge { .. })
+        ));
     }
 
     #[test]
@@ -235,8 +410,6 @@ mod tests {
             for bit in 0..8 {
                 let mut bad = file.to_vec();
                 bad[byte] ^= 1 << bit;
-                // A flip in the reserved word is the one change the checksum still
-                // catches through the header crc; nothing may decode as valid.
                 assert!(
                     decode(Bytes::from(bad)).is_err(),
                     "flip at byte {byte} bit {bit}"
@@ -253,6 +426,20 @@ mod tests {
             decode(Bytes::from(file)),
             Err(Corrupt::LengthMismatch { .. })
         ));
+    }
+
+    #[test]
+    fn a_version_1_entry_still_decodes() {
+        // Written by the format of 2026-10 (no attributes, version 1): bytes 12..16
+        // were reserved and zero.
+        let file = include_bytes!("../tests/fixtures/v1-entry.bin");
+        let (header, payload) = decode(Bytes::from_static(file)).unwrap();
+        assert_eq!(
+            (header.seq, header.name.as_str()),
+            (1, "logs/2026-10-08/a.json")
+        );
+        assert!(header.attributes.is_empty());
+        assert_eq!(&payload[..], b"{\"outage\":true}");
     }
 
     #[test]

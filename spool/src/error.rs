@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::entry::InvalidAttributes;
 use crate::name::InvalidName;
 
 /// Why [`Spool::open`](crate::Spool::open) failed.
@@ -82,20 +83,36 @@ pub enum PutError {
     /// The object name would be refused by Cloud Storage.
     #[error(transparent)]
     InvalidName(#[from] InvalidName),
-    /// The spool stopped accepting writes after an I/O error it cannot recover from
-    /// (an fsync failed: the kernel may have dropped the data). Reopening the spool
-    /// (restarting the process) verifies what is on disk and clears this.
-    #[error("spool stopped accepting writes: {reason}")]
+    /// The attributes cannot be stored with the entry.
+    #[error(transparent)]
+    InvalidAttributes(#[from] InvalidAttributes),
+    /// Writing this entry failed (an I/O error on its own file); nothing was stored
+    /// and the spool goes on.
+    #[error("cannot store the entry {path}: {message}")]
+    Io {
+        /// The entry's temporary file.
+        path: PathBuf,
+        /// The error.
+        message: String,
+    },
+    /// The spool stopped accepting writes after a directory sync failed (the kernel
+    /// may have dropped what it held); it is reopening itself from what is on disk
+    /// and takes writes again when that succeeds (`spool_broken` goes back to 0).
+    #[error("spool stopped accepting writes until it has reopened itself: {reason}")]
     Broken {
-        /// The first error, with the file it concerned.
+        /// The first error, with the directory it concerned.
         reason: Arc<str>,
     },
 }
 
 impl PutError {
-    /// True when the same put may succeed later without any change by the caller.
+    /// True when the same put may succeed later without any change by the caller:
+    /// the spool is full, one write failed, or the spool is reopening itself.
     pub fn is_transient(&self) -> bool {
-        matches!(self, PutError::Full(_))
+        matches!(
+            self,
+            PutError::Full(_) | PutError::Io { .. } | PutError::Broken { .. }
+        )
     }
 }
 
@@ -137,6 +154,9 @@ pub enum StoreError {
         /// What differed.
         detail: String,
     },
+    /// The object name cannot be written exactly through this client.
+    #[error(transparent)]
+    InvalidName(InvalidName),
 }
 
 fn after_store_error(e: &Option<StoreError>) -> String {
@@ -159,7 +179,7 @@ impl StoreError {
     }
 
     /// A short, bounded label for metrics: `timeout`, `transport`, the HTTP status
-    /// (`503`), `already_exists`, `conflict` or `refused`.
+    /// (`503`), `already_exists`, `conflict`, `refused` or `invalid_name`.
     pub fn kind_label(&self) -> String {
         match self {
             StoreError::Timeout(_) => "timeout".into(),
@@ -173,6 +193,7 @@ impl StoreError {
             StoreError::Refused { status: None, .. } => "refused".into(),
             StoreError::AlreadyExists { .. } => "already_exists".into(),
             StoreError::Conflict { .. } => "conflict".into(),
+            StoreError::InvalidName(_) => "invalid_name".into(),
         }
     }
 }
@@ -186,6 +207,10 @@ pub enum UploadError {
     /// client. Nothing was sent.
     #[error(transparent)]
     InvalidName(#[from] InvalidName),
+    /// The attributes cannot be spooled (an unknown kind, or over 8 KiB). Nothing was
+    /// sent.
+    #[error(transparent)]
+    InvalidAttributes(#[from] InvalidAttributes),
     /// The store refused the write for good (not retryable); it was not spooled,
     /// because retrying it later cannot succeed either.
     #[error(transparent)]
@@ -204,7 +229,8 @@ pub enum UploadError {
         reason: FullReason,
     },
     /// The store failed and the spool cannot take the entry for another reason (too
-    /// large for it, or stopped after an I/O error).
+    /// large for it, an I/O error writing it, or reopening itself after a failed
+    /// directory sync).
     #[error(
         "the spool could not take the write: {spool_error}{}",
         after_store_error(store_error)
@@ -218,8 +244,13 @@ pub enum UploadError {
 }
 
 impl UploadError {
-    /// True when the same upload may succeed later without any change by the caller.
+    /// True when the same upload may succeed later without any change by the caller:
+    /// back off and retry.
     pub fn is_transient(&self) -> bool {
-        matches!(self, UploadError::SpoolFull { .. })
+        match self {
+            UploadError::SpoolFull { .. } => true,
+            UploadError::NotSpooled { spool_error, .. } => spool_error.is_transient(),
+            _ => false,
+        }
     }
 }

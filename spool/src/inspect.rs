@@ -3,14 +3,15 @@
 //! It never takes the lock, moves or deletes anything, so it is safe on a live spool:
 //! files that disappear while it reads (drained meanwhile) are skipped, and a put in
 //! progress shows up as a temp file. It reads with `std::fs` directly; it is a tool
-//! for humans, not part of the spool's I/O path.
+//! for humans, not part of the spool's I/O path. [`summary`] reads only the listing,
+//! [`oldest`] only the headers it shows, [`scan`] with [`Depth::Full`] every byte.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use crate::entry::{FIXED_HEADER_BYTES, Header};
+use crate::entry::{FIXED_HEADER_BYTES, Header, MAX_ATTRIBUTE_BYTES};
 use crate::layout::{
     self, DEAD_LETTER_DIR, ENTRIES_DIR, ERROR_SUFFIX, QUARANTINE_DIR, REASON_SUFFIX, TEMP_SUFFIX,
 };
@@ -19,7 +20,7 @@ use crate::name::MAX_NAME_BYTES;
 /// How much of each entry to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Depth {
-    /// Only the header (fast: at most 1072 bytes per entry).
+    /// Only the header (at most 48 bytes, the name and 8 KiB of attributes per entry).
     Headers,
     /// The whole file: length and both checksums.
     Full,
@@ -66,8 +67,29 @@ impl Scan {
     }
 }
 
-/// Scans the spool in `dir`.
-pub fn scan(dir: &Path, depth: Depth) -> io::Result<Scan> {
+/// What the directory listing alone says (entries written before 2026-12 have their
+/// header read).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Entry files.
+    pub entries: u64,
+    /// Their total size.
+    pub entry_bytes: u64,
+    /// Creation time of the oldest entry, ms since the Unix epoch.
+    pub oldest_created_unix_ms: Option<u64>,
+    /// Creation time of the newest entry.
+    pub newest_created_unix_ms: Option<u64>,
+    /// Puts in progress (or interrupted by a crash).
+    pub temp_files: u64,
+    /// Files in `entries/` that are not entries, or whose header cannot be read.
+    pub unreadable: u64,
+    /// Files in `quarantine/`.
+    pub quarantined: u64,
+    /// Files in `dead-letter/`.
+    pub dead_letters: u64,
+}
+
+fn entries_dir(dir: &Path) -> io::Result<PathBuf> {
     let entries_dir = dir.join(ENTRIES_DIR);
     if !entries_dir.is_dir() {
         return Err(io::Error::new(
@@ -78,6 +100,82 @@ pub fn scan(dir: &Path, depth: Depth) -> io::Result<Scan> {
             ),
         ));
     }
+    Ok(entries_dir)
+}
+
+/// Summarizes the spool in `dir` from its listing: no entry is read except those
+/// written before 2026-12, whose names do not carry their size and age.
+pub fn summary(dir: &Path) -> io::Result<Summary> {
+    let entries_dir = entries_dir(dir)?;
+    let mut summary = Summary::default();
+    for file in file_names(&entries_dir)? {
+        if file.ends_with(TEMP_SUFFIX) {
+            summary.temp_files += 1;
+            continue;
+        }
+        let listed = match layout::parse_entry_name(&file) {
+            Some(layout::EntryName {
+                listed: Some(l), ..
+            }) => l,
+            Some(_) => match read(&entries_dir.join(&file), Depth::Headers)
+                .ok()
+                .and_then(|data| check(&file, data, Depth::Headers).ok())
+            {
+                Some(h) => layout::Listed {
+                    created_unix_ms: h.created_unix_ms,
+                    file_bytes: h.file_bytes(),
+                },
+                None => {
+                    summary.unreadable += 1;
+                    continue;
+                }
+            },
+            None => {
+                summary.unreadable += 1;
+                continue;
+            }
+        };
+        summary.entries += 1;
+        summary.entry_bytes += listed.file_bytes;
+        let created = Some(listed.created_unix_ms);
+        summary.oldest_created_unix_ms = summary.oldest_created_unix_ms.min(created).or(created);
+        summary.newest_created_unix_ms = summary.newest_created_unix_ms.max(created);
+    }
+    summary.quarantined = set_aside(&dir.join(QUARANTINE_DIR), REASON_SUFFIX)?.len() as u64;
+    summary.dead_letters = set_aside(&dir.join(DEAD_LETTER_DIR), ERROR_SUFFIX)?.len() as u64;
+    Ok(summary)
+}
+
+/// The oldest `limit` entries with their headers, and how many entries there are
+/// in all. Reads `limit` headers, not the whole backlog.
+pub fn oldest(dir: &Path, limit: usize) -> io::Result<(Vec<EntryInfo>, u64)> {
+    let entries_dir = entries_dir(dir)?;
+    let mut names: Vec<(u64, String)> = file_names(&entries_dir)?
+        .into_iter()
+        .filter_map(|f| layout::parse_seq(&f).map(|seq| (seq, f)))
+        .collect();
+    names.sort();
+    let total = names.len() as u64;
+    let mut found = Vec::new();
+    for (_, file) in names {
+        if found.len() >= limit {
+            break;
+        }
+        let header = match read(&entries_dir.join(&file), Depth::Headers) {
+            Ok(data) => check(&file, data, Depth::Headers),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => Err(format!("read failed: {e}")),
+        };
+        if let Ok(header) = header {
+            found.push(EntryInfo { file, header });
+        }
+    }
+    Ok((found, total))
+}
+
+/// Scans the spool in `dir`.
+pub fn scan(dir: &Path, depth: Depth) -> io::Result<Scan> {
+    let entries_dir = entries_dir(dir)?;
     let mut scan = Scan::default();
     for file in file_names(&entries_dir)? {
         if file.ends_with(TEMP_SUFFIX) {
@@ -119,14 +217,15 @@ fn file_names(dir: &Path) -> io::Result<Vec<String>> {
     Ok(names)
 }
 
-fn read(path: &PathBuf, depth: Depth) -> io::Result<Bytes> {
+fn read(path: &Path, depth: Depth) -> io::Result<Bytes> {
     match depth {
         Depth::Full => std::fs::read(path).map(Bytes::from),
         Depth::Headers => {
             use std::io::Read;
-            let mut buf = Vec::with_capacity(FIXED_HEADER_BYTES + MAX_NAME_BYTES);
+            let mut buf =
+                Vec::with_capacity(FIXED_HEADER_BYTES + MAX_NAME_BYTES + MAX_ATTRIBUTE_BYTES);
             std::fs::File::open(path)?
-                .take((FIXED_HEADER_BYTES + MAX_NAME_BYTES) as u64)
+                .take((FIXED_HEADER_BYTES + MAX_NAME_BYTES + MAX_ATTRIBUTE_BYTES) as u64)
                 .read_to_end(&mut buf)?;
             Ok(Bytes::from(buf))
         }
@@ -187,7 +286,7 @@ mod tests {
         assert_eq!(full.temp_files, 1);
         assert_eq!(full.dead_letters.len(), 1);
         assert_eq!(full.dead_letters[0].note, "HTTP 403");
-        assert_eq!(full.entry_bytes(), crate::entry::file_bytes(1, 1));
+        assert_eq!(full.entry_bytes(), crate::entry::file_bytes(1, 0, 1));
         assert_eq!(scan(dir.path(), Depth::Headers).unwrap(), full);
         // The spool still works: the scan held no lock.
         spool.put("c", Bytes::new()).await.unwrap();
@@ -203,10 +302,11 @@ mod tests {
             .put("a", Bytes::from_static(b"payload"))
             .await
             .unwrap();
-        let path = dir
-            .path()
-            .join(ENTRIES_DIR)
-            .join(layout::entry_file_name(receipt.seq));
+        let path = dir.path().join(ENTRIES_DIR).join(layout::entry_file_name(
+            receipt.seq,
+            receipt.created_unix_ms,
+            receipt.file_bytes,
+        ));
         let mut bytes = std::fs::read(&path).unwrap();
         *bytes.last_mut().unwrap() ^= 1;
         std::fs::write(&path, bytes).unwrap();
@@ -222,7 +322,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn verify_reports_an_entry_that_open_would_quarantine() {
+    async fn verify_reports_an_entry_that_the_spool_would_quarantine() {
         // Intact bytes and checksums, but an object name no store accepts: the
         // header check alone used to pass it while open quarantined it.
         let dir = tempfile::tempdir().unwrap();
@@ -231,8 +331,8 @@ mod tests {
                 .await
                 .unwrap(),
         );
-        let file = layout::entry_file_name(1);
-        let bytes = crate::entry::encode(1, 0, "a\nb", b"payload");
+        let bytes = crate::entry::encode(1, 0, "a\nb", &[], b"payload");
+        let file = layout::entry_file_name(1, 0, bytes.len() as u64);
         std::fs::write(dir.path().join(ENTRIES_DIR).join(&file), &bytes).unwrap();
 
         for depth in [Depth::Headers, Depth::Full] {
@@ -240,7 +340,7 @@ mod tests {
             assert_eq!(scan.corrupt.len(), 1, "{depth:?}: {scan:?}");
             assert!(scan.corrupt[0].1.contains("name"), "{:?}", scan.corrupt);
         }
-        let (_, report) = Spool::open_with(
+        let (spool, _) = Spool::open_with(
             dir.path(),
             SpoolConfig::default(),
             std::sync::Arc::new(crate::StdDisk),
@@ -249,8 +349,10 @@ mod tests {
         )
         .await
         .unwrap();
-        assert_eq!(report.quarantined.len(), 1, "{report:?}");
-        assert_eq!(report.quarantined[0].0, file);
+        // Open indexes it from its name; the read that would upload it refuses it.
+        let claim = spool.claim_oldest().unwrap();
+        let err = spool.read(&claim).await.unwrap_err();
+        assert!(err.is_final() && err.to_string().contains("name"), "{err}");
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //! use spool::{Drainer, DrainerConfig, Remote, Spool, SpoolConfig, Uploader, UploaderConfig};
 //!
 //! let spool = Spool::open("/var/spool/uploads", SpoolConfig::default()).await?;
-//! let remote = Remote::new(gcs); // built with `remote::no_client_retries()`
+//! let remote = Remote::new(gcs); // built with its own retries off (`RetryConfig { max_retries: 0, .. }`)
 //! let drainer = Drainer::start(spool.clone(), remote.clone(), DrainerConfig::default());
 //! let uploader = Uploader::new(spool, remote, UploaderConfig::default());
 //!
@@ -42,6 +42,8 @@
 pub mod alerts;
 pub mod backoff;
 pub mod clock;
+#[cfg(feature = "connect")]
+pub mod connect;
 pub mod disk;
 pub mod drainer;
 pub mod entry;
@@ -64,9 +66,7 @@ pub use drainer::{Drainer, DrainerConfig};
 pub use error::{FullReason, OpenError, PutError, StoreError, UploadError};
 pub use metrics::Metrics;
 pub use remote::Remote;
-#[cfg(feature = "mutations")]
-pub use spool::Mutation;
 pub use spool::layout;
-pub use spool::{Claim, OpenReport, ReadError, Receipt, Spool, SpoolConfig};
+pub use spool::{Claim, OpenReport, ReadError, Receipt, Requeued, SetAside, Spool, SpoolConfig};
 pub use stats::Stats;
 pub use uploader::{Outcome, Uploader, UploaderConfig};

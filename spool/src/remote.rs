@@ -1,11 +1,18 @@
-//! Object-store access: create-if-absent writes with a timeout, the check that an
+//! Object-store access: create-if-absent writes with a timeout, the proof that an
 //! existing object is ours, and the one place where a client error becomes a retry
 //! decision.
 //!
 //! Any `object_store` backend works; with Cloud Storage, `PutMode::Create` sends
 //! `x-goog-if-generation-match: 0`, so a retry of a write that already landed gets
 //! 412 instead of writing twice. The client's own retries must be off
-//! ([`no_client_retries`]): the spool does the retrying, with its own clock and RNG.
+//! (`ClientOptions`/`with_retry(RetryConfig { max_retries: 0, ..Default::default() })`):
+//! the spool does the retrying, with its own clock and RNG, and object_store's
+//! backoff draws from an unseedable RNG and real time.
+//!
+//! Names: [`Remote::path`] is the only place an object name becomes a store path,
+//! and the path it checks is the path every write, head and read uses. A name the
+//! client would rewrite (`object_store`'s `Path::from` percent-encodes `%`, `#`, non-
+//! ASCII and more, and drops empty segments) is refused before anything is sent.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +20,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{
+    Attributes, GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
+};
 
 use crate::error::StoreError;
 use crate::name::InvalidName;
@@ -24,20 +33,25 @@ pub struct Remote {
     store: Arc<dyn ObjectStore>,
 }
 
-/// Whether an existing object matches the bytes we hold.
+/// What is known of an object that was there when a create-if-absent write was
+/// answered "already exists".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Existing {
-    /// Same size, and same MD5 where the store reports one.
+    /// Proven to hold the bytes we hold: same size and MD5 (when the ETag is one), or
+    /// the same bytes read back.
     Matches,
     /// The store does not have the object (it was deleted after the 412).
     Missing,
-    /// Different contents.
+    /// Proven different: another writer used this name.
     Differs(String),
+    /// Neither proven the same nor different (the ETag is not an MD5 and the object
+    /// cannot be read): never counted as delivered.
+    Unverifiable(String),
 }
 
 impl Remote {
-    /// Wraps an object store. Turn its client retries off first (see
-    /// [`no_client_retries`]).
+    /// Wraps an object store. Turn its client retries off first (`RetryConfig {
+    /// max_retries: 0, .. }`).
     pub fn new(store: Arc<dyn ObjectStore>) -> Self {
         Self { store }
     }
@@ -47,10 +61,11 @@ impl Remote {
         &self.store
     }
 
-    /// Checks that the client can express `name` exactly. `object_store` paths cannot
-    /// hold empty segments, leading or trailing `/`, `.`/`..` segments or control
-    /// characters; such a name would be written under a different name.
-    pub fn check_name(&self, name: &str) -> Result<Path, InvalidName> {
+    /// The store path for the object name `name`, exactly as given, or why the
+    /// client cannot express it: Cloud Storage's naming rules, then `object_store`'s
+    /// (no empty segments, no leading or trailing `/`, no `.`/`..` segments, no
+    /// control characters).
+    pub fn path(&self, name: &str) -> Result<Path, InvalidName> {
         crate::name::check(name)?;
         let path = Path::parse(name).map_err(|e| InvalidName::Unrepresentable {
             name: name.into(),
@@ -65,17 +80,19 @@ impl Remote {
         Ok(path)
     }
 
-    /// Writes `payload` as `name` only if no object of that name exists, giving up
-    /// after `timeout`.
+    /// Writes `payload` with `attributes` as `name` only if no object of that name
+    /// exists, giving up after `timeout`.
     pub async fn put_if_absent(
         &self,
         name: &str,
         payload: Bytes,
+        attributes: &Attributes,
         timeout: Duration,
     ) -> Result<(), StoreError> {
-        let path = Path::from(name);
+        let path = self.path(name).map_err(StoreError::InvalidName)?;
         let options = PutOptions {
             mode: PutMode::Create,
+            attributes: attributes.clone(),
             ..PutOptions::default()
         };
         let put = self
@@ -89,20 +106,27 @@ impl Remote {
     }
 
     /// After a create-if-absent write was answered "already exists": is the object
-    /// there the one we hold? Compares the size, and the MD5 when the store's ETag is
-    /// one (Cloud Storage's XML API gives the MD5 of a non-composite object as its
-    /// ETag).
+    /// there the one we hold? Proof, in order: a different size; the MD5 when the
+    /// ETag is one (Cloud Storage's ETag for objects written in one request without
+    /// customer keys); otherwise the object's bytes, read back and compared. An
+    /// object whose ETag is not an MD5 and that cannot be read is
+    /// [`Existing::Unverifiable`], never a match.
     pub async fn check_existing(
         &self,
         name: &str,
         payload: &[u8],
         timeout: Duration,
     ) -> Result<Existing, StoreError> {
-        let path = Path::from(name);
-        let meta = match tokio::time::timeout(timeout, self.store.head(&path)).await {
+        let path = self.path(name).map_err(StoreError::InvalidName)?;
+        let head = tokio::time::timeout(timeout, self.store.head(&path)).await;
+        let meta = match head {
             Err(_) => return Err(StoreError::Timeout(timeout)),
             Ok(Err(object_store::Error::NotFound { .. })) => return Ok(Existing::Missing),
-            Ok(Err(e)) => return Err(classify(e)),
+            Ok(Err(e)) => match classify(e) {
+                e if e.is_retryable() => return Err(e),
+                // HEAD refused (a create-only account): reading may still be allowed.
+                _ => return self.compare_bytes(&path, payload, timeout).await,
+            },
             Ok(Ok(meta)) => meta,
         };
         if meta.size != payload.len() as u64 {
@@ -112,15 +136,48 @@ impl Remote {
                 payload.len()
             )));
         }
-        if let Some(stored_md5) = meta.e_tag.as_deref().and_then(md5_etag) {
-            let ours = hex(&Md5::digest(payload));
-            if stored_md5 != ours {
-                return Ok(Existing::Differs(format!(
-                    "stored object has MD5 {stored_md5}, spooled entry has {ours}"
-                )));
+        match meta.e_tag.as_deref().and_then(md5_etag) {
+            Some(stored_md5) => {
+                let ours = hex(&Md5::digest(payload));
+                Ok(if stored_md5 == ours {
+                    Existing::Matches
+                } else {
+                    Existing::Differs(format!(
+                        "stored object has MD5 {stored_md5}, spooled entry has {ours}"
+                    ))
+                })
             }
+            None => self.compare_bytes(&path, payload, timeout).await,
         }
-        Ok(Existing::Matches)
+    }
+
+    /// Reads the object back and compares it with `payload`.
+    async fn compare_bytes(
+        &self,
+        path: &Path,
+        payload: &[u8],
+        timeout: Duration,
+    ) -> Result<Existing, StoreError> {
+        let read = async {
+            let result = self.store.get_opts(path, GetOptions::default()).await?;
+            result.bytes().await
+        };
+        match tokio::time::timeout(timeout, read).await {
+            Err(_) => Err(StoreError::Timeout(timeout)),
+            Ok(Err(object_store::Error::NotFound { .. })) => Ok(Existing::Missing),
+            Ok(Err(e)) => match classify(e) {
+                e if e.is_retryable() => Err(e),
+                e => Ok(Existing::Unverifiable(format!(
+                    "its ETag is not an MD5 and it cannot be read back: {e}"
+                ))),
+            },
+            Ok(Ok(stored)) if stored[..] == payload[..] => Ok(Existing::Matches),
+            Ok(Ok(stored)) => Ok(Existing::Differs(format!(
+                "stored object ({} bytes) has other bytes than the spooled entry ({} bytes)",
+                stored.len(),
+                payload.len()
+            ))),
+        }
     }
 }
 
@@ -132,21 +189,12 @@ fn md5_etag(etag: &str) -> Option<String> {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// `object_store` retry settings with its own retries off, for stores the spool
-/// writes through: its backoff uses an unseedable RNG and real time.
-///
-/// ```
-/// let retry = spool::remote::no_client_retries();
-/// assert_eq!(retry.max_retries, 0);
-/// ```
-pub fn no_client_retries() -> object_store::RetryConfig {
-    object_store::RetryConfig {
-        max_retries: 0,
-        ..Default::default()
-    }
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    bytes
+        .iter()
+        .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
+        .map(char::from)
+        .collect()
 }
 
 /// Classifies an `object_store` error: the only place the spool decides what is
@@ -277,7 +325,10 @@ mod tests {
             .with_credentials(Arc::new(StaticCredentialProvider::new(GcpCredential {
                 bearer: String::new(),
             })))
-            .with_retry(no_client_retries())
+            .with_retry(object_store::RetryConfig {
+                max_retries: 0,
+                ..Default::default()
+            })
             .with_http_connector(canned)
             .build()
             .unwrap();
@@ -286,7 +337,12 @@ mod tests {
 
     async fn put_error(canned: Canned) -> StoreError {
         gcs(canned)
-            .put_if_absent("a", Bytes::from_static(b"x"), Duration::from_secs(5))
+            .put_if_absent(
+                "a",
+                Bytes::from_static(b"x"),
+                &Attributes::new(),
+                Duration::from_secs(5),
+            )
             .await
             .unwrap_err()
     }
@@ -340,7 +396,12 @@ mod tests {
     async fn success_with_an_etag_is_ok() {
         let remote = gcs(Canned::Status(200, &[("etag", "\"abc\"")]));
         remote
-            .put_if_absent("a", Bytes::from_static(b"x"), Duration::from_secs(5))
+            .put_if_absent(
+                "a",
+                Bytes::from_static(b"x"),
+                &Attributes::new(),
+                Duration::from_secs(5),
+            )
             .await
             .unwrap();
     }
@@ -365,7 +426,7 @@ mod tests {
             Existing::Missing
         );
         remote
-            .put_if_absent("a", Bytes::from_static(b"abc"), t)
+            .put_if_absent("a", Bytes::from_static(b"abc"), &Attributes::new(), t)
             .await
             .unwrap();
         assert_eq!(
@@ -377,10 +438,31 @@ mod tests {
             Existing::Differs(d) if d.contains("3 bytes")
         ));
         let again = remote
-            .put_if_absent("a", Bytes::from_static(b"abc"), t)
+            .put_if_absent("a", Bytes::from_static(b"abc"), &Attributes::new(), t)
             .await
             .unwrap_err();
         assert!(matches!(again, StoreError::AlreadyExists { .. }), "{again}");
+    }
+
+    #[tokio::test]
+    async fn without_an_md5_etag_the_bytes_are_read_back_and_compared() {
+        // InMemory's ETags are counters, like Cloud Storage's composite objects'.
+        let store = Arc::new(object_store::memory::InMemory::new());
+        let remote = Remote::new(store.clone());
+        let t = Duration::from_secs(5);
+        remote
+            .put_if_absent("a", Bytes::from_static(b"xyz"), &Attributes::new(), t)
+            .await
+            .unwrap();
+        // Same size, other bytes: someone else's object, not ours.
+        assert!(matches!(
+            remote.check_existing("a", b"abc", t).await.unwrap(),
+            Existing::Differs(d) if d.contains("other bytes")
+        ));
+        assert_eq!(
+            remote.check_existing("a", b"xyz", t).await.unwrap(),
+            Existing::Matches
+        );
     }
 
     #[test]
@@ -394,18 +476,22 @@ mod tests {
     }
 
     #[test]
-    fn names_the_client_would_rewrite_are_refused() {
+    fn names_the_client_would_rewrite_are_refused_and_the_rest_kept_exactly() {
         let remote = Remote::new(Arc::new(object_store::memory::InMemory::new()));
-        assert!(remote.check_name("a/b c.bin").is_ok());
+        for good in [
+            "a/b c.bin",
+            "logs/100%.json",
+            "ünï/cødé ☃",
+            "a#b?c*[d]{e}^|<>\"~`",
+        ] {
+            assert_eq!(remote.path(good).unwrap().as_ref(), good);
+        }
         for bad in ["/a", "a/", "a//b", "a/./b", "a\u{1}b"] {
             assert!(
-                matches!(
-                    remote.check_name(bad),
-                    Err(InvalidName::Unrepresentable { .. })
-                ),
+                matches!(remote.path(bad), Err(InvalidName::Unrepresentable { .. })),
                 "{bad:?} accepted"
             );
         }
-        assert_eq!(remote.check_name(""), Err(InvalidName::Empty));
+        assert_eq!(remote.path(""), Err(InvalidName::Empty));
     }
 }

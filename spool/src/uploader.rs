@@ -9,11 +9,12 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use object_store::Attributes;
 use tokio::time::Instant;
 
 use crate::error::{PutError, StoreError, UploadError};
 use crate::metrics::{UploadOutcome, WritePath};
-use crate::remote::Remote;
+use crate::remote::{Existing, Remote};
 use crate::spool::Spool;
 
 /// Settings for an [`Uploader`].
@@ -82,38 +83,100 @@ impl Uploader {
     }
 
     /// Makes `payload` safe under the object name `name`: in the store, or durably in
-    /// the spool.
+    /// the spool. See [`Uploader::upload_with`].
     pub async fn upload(&self, name: &str, payload: Bytes) -> Result<Outcome, UploadError> {
-        let result = self.try_upload(name, payload).await;
+        self.upload_with(name, payload, &Attributes::new()).await
+    }
+
+    /// Makes `payload` safe under the object name `name`, with `attributes` (content
+    /// type, encoding, cache control, disposition, custom metadata: `object_store`'s
+    /// [`Attributes`], as in its `PutOptions`): in the store, or durably in the
+    /// spool, whose drainer writes the same attributes.
+    ///
+    /// The name is checked first and nothing is sent if the client cannot write it
+    /// exactly. A write answered "already exists" is [`Outcome::Stored`] when the
+    /// object there is proven to hold these bytes (an earlier try landed), and
+    /// refused when it holds others or cannot be checked.
+    pub async fn upload_with(
+        &self,
+        name: &str,
+        payload: Bytes,
+        attributes: &Attributes,
+    ) -> Result<Outcome, UploadError> {
+        let result = self.try_upload(name, payload, attributes).await;
         self.spool.metrics().upload(UploadOutcome::of(&result));
         result
     }
 
-    async fn try_upload(&self, name: &str, payload: Bytes) -> Result<Outcome, UploadError> {
-        self.remote.check_name(name)?;
+    async fn try_upload(
+        &self,
+        name: &str,
+        payload: Bytes,
+        attributes: &Attributes,
+    ) -> Result<Outcome, UploadError> {
+        self.remote.path(name)?;
         if self.config.ordered && !self.spool.is_empty() {
-            return self.spool_it(name, payload, None).await;
+            return self.spool_it(name, payload, attributes, None).await;
         }
         let metrics = self.spool.metrics();
         let started = Instant::now();
         let result = self
             .remote
-            .put_if_absent(name, payload.clone(), self.config.put_timeout)
+            .put_if_absent(name, payload.clone(), attributes, self.config.put_timeout)
             .await;
         metrics
             .upload_direct_seconds
             .observe(started.elapsed().as_secs_f64());
-        match result {
-            Ok(()) => Ok(Outcome::Stored),
-            Err(e) => {
-                metrics.store_error(WritePath::Direct, e.kind_label());
-                if e.is_retryable() {
-                    tracing::debug!(%name, error = %e, "store write failed; spooling");
-                    self.spool_it(name, payload, Some(e)).await
-                } else {
-                    Err(UploadError::Refused(e))
-                }
+        let error = match result {
+            Ok(()) => return Ok(Outcome::Stored),
+            Err(e) => e,
+        };
+        metrics.store_error(WritePath::Direct, error.kind_label());
+        let error = match error {
+            StoreError::AlreadyExists { .. } => {
+                self.settle_already_exists(name, &payload, error).await
             }
+            other => other,
+        };
+        match error {
+            StoreError::AlreadyExists { .. } => Ok(Outcome::Stored),
+            e if e.is_retryable() => {
+                tracing::debug!(%name, error = %e, "store write failed; spooling");
+                self.spool_it(name, payload, attributes, Some(e)).await
+            }
+            e => Err(UploadError::Refused(e)),
+        }
+    }
+
+    /// A direct write was answered "already exists": an earlier try that timed out
+    /// may have landed. Returns the original error when the object is proven to be
+    /// ours (the caller is told `Stored`), a retryable error when the store cannot
+    /// say now or the object has gone (the write is spooled), and a refusal
+    /// otherwise.
+    async fn settle_already_exists(
+        &self,
+        name: &str,
+        payload: &[u8],
+        already: StoreError,
+    ) -> StoreError {
+        match self
+            .remote
+            .check_existing(name, payload, self.config.put_timeout)
+            .await
+        {
+            Ok(Existing::Matches) => already,
+            Ok(Existing::Missing) => StoreError::Unavailable {
+                status: None,
+                source: object_store::Error::Generic {
+                    store: "spool",
+                    source: "the object was deleted after answering \"already exists\"".into(),
+                },
+            },
+            Ok(Existing::Differs(detail)) => StoreError::Conflict { detail },
+            Ok(Existing::Unverifiable(detail)) => StoreError::Conflict {
+                detail: format!("cannot verify: {detail}"),
+            },
+            Err(e) => e,
         }
     }
 
@@ -121,10 +184,11 @@ impl Uploader {
         &self,
         name: &str,
         payload: Bytes,
+        attributes: &Attributes,
         store_error: Option<StoreError>,
     ) -> Result<Outcome, UploadError> {
         let started = Instant::now();
-        let result = self.spool.put(name, payload).await;
+        let result = self.spool.put_with(name, attributes, payload).await;
         self.spool
             .metrics()
             .spool_put_seconds
@@ -136,6 +200,7 @@ impl Uploader {
                 reason,
             }),
             Err(PutError::InvalidName(e)) => Err(UploadError::InvalidName(e)),
+            Err(PutError::InvalidAttributes(e)) => Err(UploadError::InvalidAttributes(e)),
             Err(spool_error) => Err(UploadError::NotSpooled {
                 store_error,
                 spool_error,
@@ -283,6 +348,64 @@ mod tests {
             attempts,
             "store was tried"
         );
+    }
+
+    #[tokio::test]
+    async fn a_retry_of_a_write_that_landed_is_told_stored() {
+        // The first try landed but its caller saw a failure (and the object was
+        // spooled); the caller's own retry is answered 412 and the bytes match.
+        let (up, _, store) = setup(Mode::CommitThenFail, UploaderConfig::default()).await;
+        assert!(matches!(
+            up.upload("a", Bytes::from_static(b"1")).await.unwrap(),
+            Outcome::Spooled { .. }
+        ));
+        store.set_mode(Mode::Healthy);
+        assert_eq!(
+            up.upload("a", Bytes::from_static(b"1")).await.unwrap(),
+            Outcome::Stored
+        );
+    }
+
+    #[tokio::test]
+    async fn a_name_taken_by_other_bytes_is_refused_as_a_conflict() {
+        let (up, spool, _) = setup(Mode::Healthy, UploaderConfig::default()).await;
+        up.upload("a", Bytes::from_static(b"1")).await.unwrap();
+        let err = up.upload("a", Bytes::from_static(b"2")).await.unwrap_err();
+        assert!(
+            matches!(err, UploadError::Refused(StoreError::Conflict { .. })),
+            "{err}"
+        );
+        assert!(spool.is_empty());
+    }
+
+    #[tokio::test]
+    async fn names_with_every_special_character_reach_the_store_exactly() {
+        let (up, _, store) = setup(Mode::Healthy, UploaderConfig::default()).await;
+        let names = [
+            "logs/100%.json",
+            "a#b",
+            "q?x=1",
+            "star*",
+            "[br]{ce}",
+            "c^r|t",
+            "<lt>",
+            "\"quoted\"",
+            "til~de",
+            "back`tick",
+            "ünï/cødé ☃",
+        ];
+        for name in names {
+            assert_eq!(
+                up.upload(name, Bytes::from(name)).await.unwrap(),
+                Outcome::Stored,
+                "{name}"
+            );
+        }
+        let mut stored: Vec<String> = store.contents().await.into_iter().map(|(n, _)| n).collect();
+        let mut expected: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        stored.sort();
+        expected.sort();
+        assert_eq!(stored, expected);
     }
 
     #[tokio::test]

@@ -1,7 +1,8 @@
 //! Model-based test: random put / drain / release / dead-letter / corrupt / reopen
 //! sequences run against a real spool in a temp directory and against a tiny
 //! in-memory model; after every step they must agree on the entries, their order,
-//! their bytes and the counts.
+//! their bytes and the counts. A corrupted entry is never handed out as valid: the
+//! read that would upload it fails verification and the entry is quarantined.
 //!
 //! `PROPTEST_CASES=5000 cargo test -p spool --test model` runs more cases.
 
@@ -13,7 +14,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
 use spool::entry;
-use spool::layout::{ENTRIES_DIR, entry_file_name};
+use spool::layout::ENTRIES_DIR;
 use spool::{FullReason, PutError, Spool, SpoolConfig};
 
 const MAX_FILES: u64 = 6;
@@ -30,15 +31,15 @@ enum Action {
     /// Claim the oldest entry, read it, and let the claim go.
     ReadAndRelease,
     DeadLetterOldest,
-    /// Flip a byte in the oldest entry's file, then reopen: it must be quarantined.
-    CorruptOldestAndReopen,
+    /// Cut a byte off the oldest entry's file: its next read must fail verification.
+    CorruptOldest,
     Reopen,
 }
 
 #[derive(Debug, Clone, Default)]
 struct Model {
-    /// seq -> (name, payload length)
-    entries: BTreeMap<u64, (String, usize)>,
+    /// seq -> (name, payload length, corrupted)
+    entries: BTreeMap<u64, (String, usize, bool)>,
     next_seq: u64,
     /// Highest sequence number moved to dead-letter/ or quarantine/.
     set_aside_max: u64,
@@ -60,13 +61,13 @@ impl Model {
     fn bytes(&self) -> u64 {
         self.entries
             .values()
-            .map(|(n, len)| entry::file_bytes(n.len(), *len as u64))
+            .map(|(n, len, _)| entry::file_bytes(n.len(), 0, *len as u64))
             .sum()
     }
 
     /// What a put of this size must answer, given the state before it.
     fn put_verdict(&self, name: &str, len: usize) -> Result<(), FullReason> {
-        let size = entry::file_bytes(name.len(), len as u64);
+        let size = entry::file_bytes(name.len(), 0, len as u64);
         if self.entries.len() as u64 >= MAX_FILES {
             return Err(FullReason::Files {
                 max_files: MAX_FILES,
@@ -107,7 +108,7 @@ impl ReferenceStateMachine for Reference {
             3 => Just(Action::DrainOldest),
             1 => Just(Action::ReadAndRelease),
             1 => Just(Action::DeadLetterOldest),
-            1 => Just(Action::CorruptOldestAndReopen),
+            1 => Just(Action::CorruptOldest),
             1 => Just(Action::Reopen),
         ]
         .boxed()
@@ -119,27 +120,36 @@ impl ReferenceStateMachine for Reference {
                 let name = name(*n);
                 let verdict = state.put_verdict(&name, *len).map(|()| state.next_seq);
                 if let Ok(seq) = verdict {
-                    state.entries.insert(seq, (name, *len));
+                    state.entries.insert(seq, (name, *len, false));
                     state.next_seq += 1;
                 }
                 state.last_put = Some(verdict);
             }
             Action::DrainOldest => {
-                state.entries.pop_first();
+                if let Some((seq, (_, _, corrupt))) = state.entries.pop_first()
+                    && corrupt
+                {
+                    state.set_aside_max = state.set_aside_max.max(seq);
+                    state.quarantined += 1;
+                }
             }
-            Action::ReadAndRelease => {}
+            Action::ReadAndRelease => {
+                if let Some((&seq, (_, _, true))) = state.entries.first_key_value() {
+                    state.entries.remove(&seq);
+                    state.set_aside_max = state.set_aside_max.max(seq);
+                    state.quarantined += 1;
+                }
+            }
             Action::DeadLetterOldest => {
                 if let Some((seq, _)) = state.entries.pop_first() {
                     state.set_aside_max = state.set_aside_max.max(seq);
                     state.dead_letters += 1;
                 }
             }
-            Action::CorruptOldestAndReopen => {
-                if let Some((seq, _)) = state.entries.pop_first() {
-                    state.set_aside_max = state.set_aside_max.max(seq);
-                    state.quarantined += 1;
+            Action::CorruptOldest => {
+                if let Some((_, (_, _, corrupt))) = state.entries.iter_mut().next() {
+                    *corrupt = true;
                 }
-                state = state.reopened();
             }
             Action::Reopen => state = state.reopened(),
         }
@@ -207,13 +217,27 @@ impl StateMachineTest for SpoolTest {
             }
             Action::DrainOldest => {
                 if let Some(claim) = spool.claim_oldest() {
-                    sys.rt.block_on(spool.remove(claim)).unwrap();
+                    match sys.rt.block_on(spool.read(&claim)) {
+                        Ok(_) => sys.rt.block_on(spool.remove(claim)).unwrap(),
+                        Err(e) => sys
+                            .rt
+                            .block_on(spool.quarantine(claim, &e.to_string()))
+                            .unwrap(),
+                    }
                 }
             }
             Action::ReadAndRelease => {
                 if let Some(claim) = spool.claim_oldest() {
-                    let (header, bytes) = sys.rt.block_on(spool.read(&claim)).unwrap();
-                    let (name, len) = &after.entries[&claim.seq()];
+                    let read = sys.rt.block_on(spool.read(&claim));
+                    let Ok((header, bytes)) = read else {
+                        assert!(
+                            !after.entries.contains_key(&claim.seq()),
+                            "a valid entry failed: {read:?}"
+                        );
+                        sys.rt.block_on(spool.quarantine(claim, "corrupt")).unwrap();
+                        return sys;
+                    };
+                    let (name, len, _) = &after.entries[&claim.seq()];
                     assert_eq!(&header.name, name);
                     assert_eq!(bytes, payload(name, *len));
                 }
@@ -225,18 +249,12 @@ impl StateMachineTest for SpoolTest {
                         .unwrap();
                 }
             }
-            Action::CorruptOldestAndReopen => {
+            Action::CorruptOldest => {
                 if let Some(claim) = spool.claim_oldest() {
-                    let file = sys
-                        .dir
-                        .path()
-                        .join(ENTRIES_DIR)
-                        .join(entry_file_name(claim.seq()));
+                    let file = sys.dir.path().join(ENTRIES_DIR).join(claim.file_name());
                     drop(claim);
-                    flip_last_byte(&file);
+                    cut_last_byte(&file);
                 }
-                drop(spool);
-                sys.reopen();
             }
             Action::Reopen => {
                 drop(spool);
@@ -258,9 +276,11 @@ impl StateMachineTest for SpoolTest {
     }
 }
 
-fn flip_last_byte(path: &Path) {
+/// Cuts the last byte off (a second cut keeps it corrupt; a second bit flip would
+/// not).
+fn cut_last_byte(path: &Path) {
     let mut bytes = std::fs::read(path).unwrap();
-    *bytes.last_mut().unwrap() ^= 0x01;
+    bytes.pop();
     std::fs::write(path, bytes).unwrap();
 }
 

@@ -35,6 +35,7 @@ pub(crate) fn markdown(
     section("Capacity", page.capacity());
     section("Alerts", page.alerts());
     section("Store", page.store());
+    section("Disk", page.disk());
     section("Timeline", page.timeline());
     if !charts.is_empty() {
         section("Charts", Page::charts(charts));
@@ -205,6 +206,46 @@ impl Page<'_> {
             md.push_str("| injected fault | requests |\n|---|---:|\n");
             for (kind, n) in &fake.by_fault {
                 let _ = writeln!(md, "| {kind} | {} |", format::count(*n));
+            }
+            md.push('\n');
+        }
+        md
+    }
+
+    /// The disks' operations, faults and what power losses left behind.
+    fn disk(&self) -> String {
+        let disk = &self.report.disk;
+        let c = &disk.crash_states;
+        let mut md = format!(
+            "{} disk operations; {} files damaged by the disk.\n\n",
+            format::count(disk.operations),
+            format::count(disk.damaged_files)
+        );
+        if !disk.faults.is_empty() {
+            md.push_str("| injected fault | operations |\n|---|---:|\n");
+            for (kind, n) in &disk.faults {
+                let _ = writeln!(md, "| {kind} | {} |", format::count(*n));
+            }
+            md.push('\n');
+        }
+        if c.power_losses > 0 {
+            md.push_str("| after a power loss | count |\n|---|---:|\n");
+            for (what, n) in [
+                ("power losses", c.power_losses),
+                ("unsynced namespace operations kept", c.unsynced_ops_kept),
+                ("unsynced namespace operations lost", c.unsynced_ops_lost),
+                (
+                    "renames kept without a directory sync",
+                    c.renames_kept_unsynced,
+                ),
+                ("removal batches split", c.removal_batches_split),
+                ("files whose unsynced data was lost", c.unsynced_data_lost),
+                ("files whose unsynced data was kept", c.unsynced_data_kept),
+                ("files back at length zero", c.zero_length_files),
+                ("files back with zeroed blocks", c.zero_filled_files),
+                ("directories lost", c.directories_lost),
+            ] {
+                let _ = writeln!(md, "| {what} | {} |", format::count(n));
             }
             md.push('\n');
         }

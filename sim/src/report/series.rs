@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use spool::alerts::{AlertRule, Condition, RULES, Sample};
+use spool::alerts::{RULES, Scrape, Scrapes};
 
 use crate::ledger::Answers;
 use crate::recorder::HostSample;
@@ -147,7 +147,7 @@ pub fn build(run: &RunOutput) -> Series {
             previous = Some(s);
         }
     }
-    let alerts = alerts(&host_rows, sample);
+    let alerts = alerts(&recorder.host_samples, last, sample);
     let drains = drains(run, &rows);
     Series {
         rows,
@@ -171,12 +171,31 @@ fn carried_forward(samples: &BTreeMap<u64, HostSample>, last: u64) -> Vec<HostSa
     out
 }
 
-/// When each shipped alert rule would have fired, evaluated per host on its samples.
-fn alerts(host_rows: &[Vec<HostSample>], sample: Duration) -> Vec<AlertWindow> {
+/// When each shipped alert rule would have fired, per host: the rules evaluated by
+/// `spool::alerts` at every sample instant on that host's scrapes, as Prometheus
+/// would on its own (a host that is down has no scrape there, as a target that
+/// cannot be reached).
+fn alerts(
+    host_samples: &[BTreeMap<u64, HostSample>],
+    last: u64,
+    sample: Duration,
+) -> Vec<AlertWindow> {
     let mut out = Vec::new();
-    for (host, rows) in host_rows.iter().enumerate() {
+    for (host, samples) in host_samples.iter().enumerate() {
+        let scrapes: Vec<Option<Scrape>> = (0..=last)
+            .map(|k| samples.get(&k).map(|s| s.scrape))
+            .collect();
+        let scrapes = Scrapes {
+            interval: sample,
+            scrapes: &scrapes,
+        };
         for rule in RULES {
-            out.extend(rule_windows(&rule, host as u32, rows, sample));
+            out.extend(scrapes.windows(&rule).into_iter().map(|w| AlertWindow {
+                name: rule.name,
+                host: host as u32,
+                fired: w.from,
+                resolved: w.until,
+            }));
         }
     }
     out.sort_by(|a, b| {
@@ -185,58 +204,6 @@ fn alerts(host_rows: &[Vec<HostSample>], sample: Duration) -> Vec<AlertWindow> {
             .then(a.name.cmp(b.name))
             .then(a.host.cmp(&b.host))
     });
-    out
-}
-
-fn rule_windows(
-    rule: &AlertRule,
-    host: u32,
-    rows: &[HostSample],
-    sample: Duration,
-) -> Vec<AlertWindow> {
-    let window_samples = match rule.condition {
-        Condition::DeadLettersRising(w) => {
-            (w.as_nanos() / sample.as_nanos().max(1)).max(1) as usize
-        }
-        _ => 1,
-    };
-    let mut out: Vec<AlertWindow> = Vec::new();
-    let mut holding_since: Option<Duration> = None;
-    for (k, s) in rows.iter().enumerate() {
-        let t = sample * k as u32;
-        let earlier = &rows[k.saturating_sub(window_samples)];
-        let dead_in_window = if earlier.boot == s.boot {
-            s.dead_lettered.saturating_sub(earlier.dead_lettered)
-        } else {
-            s.dead_lettered
-        };
-        let holds = rule.condition.holds(&Sample {
-            files: s.stats.files,
-            bytes: s.stats.bytes,
-            max_files: s.stats.max_files,
-            max_bytes: s.stats.max_bytes,
-            oldest_age_seconds: s.stats.oldest_age.as_secs_f64(),
-            dead_lettered_in_window: dead_in_window,
-            broken: s.stats.broken.is_some(),
-        });
-        let firing = out.last().is_some_and(|w| w.resolved.is_none());
-        if holds {
-            let since = *holding_since.get_or_insert(t);
-            if !firing && t - since >= rule.hold_for {
-                out.push(AlertWindow {
-                    name: rule.name,
-                    host,
-                    fired: t,
-                    resolved: None,
-                });
-            }
-        } else {
-            holding_since = None;
-            if firing && let Some(w) = out.last_mut() {
-                w.resolved = Some(t);
-            }
-        }
-    }
     out
 }
 
@@ -324,16 +291,16 @@ pub struct Peak {
 mod tests {
     use super::*;
 
-    fn sample(files: u64, age_s: u64, dead: u64) -> HostSample {
+    fn sample(files: u64, age_s: u64, dead_letter_files: u64) -> HostSample {
         HostSample {
-            stats: spool::Stats {
+            scrape: Scrape {
                 files,
                 max_files: 100,
                 max_bytes: 1 << 30,
-                oldest_age: Duration::from_secs(age_s),
-                ..spool::Stats::default()
+                oldest_age_seconds: age_s as f64,
+                dead_letter_files,
+                ..Scrape::default()
             },
-            dead_lettered: dead,
             ..HostSample::default()
         }
     }
@@ -346,38 +313,53 @@ mod tests {
             .collect()
     }
 
+    fn one_host(
+        rows: impl IntoIterator<Item = HostSample>,
+    ) -> (Vec<BTreeMap<u64, HostSample>>, u64) {
+        let samples: BTreeMap<u64, HostSample> = rows
+            .into_iter()
+            .enumerate()
+            .map(|(k, s)| (k as u64, s))
+            .collect();
+        let last = samples.len() as u64 - 1;
+        (vec![samples], last)
+    }
+
     #[test]
     fn alerts_fire_after_their_hold_time_and_resolve_when_the_condition_ends() {
         // One sample a minute: 81 files (over 80% of 100) from minute 1 to 4, the oldest
         // entry older than 15 min from minute 3 to 9.
-        let rows: Vec<HostSample> = (0..12)
-            .map(|m| {
-                let files = if (1..=4).contains(&m) { 81 } else { 10 };
-                let age = if (3..=9).contains(&m) { 1000 } else { 0 };
-                sample(files, age, 0)
-            })
-            .collect();
-        let windows = alerts(&[rows], Duration::from_secs(60));
+        let (hosts, last) = one_host((0..12).map(|m| {
+            let files = if (1..=4).contains(&m) { 81 } else { 10 };
+            let age = if (3..=9).contains(&m) { 1000 } else { 0 };
+            sample(files, age, 0)
+        }));
+        let windows = alerts(&hosts, last, Duration::from_secs(60));
         // Holds from 60 s; fires once it has held 2 min (180 s); ends at 300 s.
         assert_eq!(fired(&windows, "SpoolNearlyFull"), [(180, Some(300))]);
         // Holds from 180 s; fires after 5 min (480 s); ends at 600 s.
         assert_eq!(fired(&windows, "SpoolOldestEntryStale"), [(480, Some(600))]);
-        assert!(fired(&windows, "SpoolDeadLetters").is_empty());
+        assert!(fired(&windows, "SpoolDeadLetterFiles").is_empty());
     }
 
     #[test]
     fn a_condition_that_breaks_before_its_hold_time_never_fires() {
-        let rows: Vec<HostSample> = (0..10)
-            .map(|m| sample(if m % 2 == 0 { 90 } else { 10 }, 0, 0))
-            .collect();
-        assert!(fired(&alerts(&[rows], Duration::from_secs(60)), "SpoolNearlyFull").is_empty());
+        let (hosts, last) =
+            one_host((0..10).map(|m| sample(if m % 2 == 0 { 90 } else { 10 }, 0, 0)));
+        assert!(
+            fired(
+                &alerts(&hosts, last, Duration::from_secs(60)),
+                "SpoolNearlyFull"
+            )
+            .is_empty()
+        );
     }
 
     #[test]
-    fn dead_letters_fire_at_once_and_resolve_a_window_after_the_last_one() {
-        // A dead letter at minute 2; the 10-minute increase is positive until minute 12.
-        let rows: Vec<HostSample> = (0..15).map(|m| sample(0, 0, u64::from(m >= 2))).collect();
-        let windows = alerts(&[rows], Duration::from_secs(60));
-        assert_eq!(fired(&windows, "SpoolDeadLetters"), [(120, Some(720))]);
+    fn dead_letter_files_fire_at_once_and_last_while_the_files_are_there() {
+        // A dead letter from minute 2 to minute 9, when an operator requeued it.
+        let (hosts, last) = one_host((0..15).map(|m| sample(0, 0, u64::from((2..9).contains(&m)))));
+        let windows = alerts(&hosts, last, Duration::from_secs(60));
+        assert_eq!(fired(&windows, "SpoolDeadLetterFiles"), [(120, Some(540))]);
     }
 }

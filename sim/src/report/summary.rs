@@ -51,6 +51,9 @@ pub struct Report {
     pub alerts: Vec<AlertJson>,
     /// The store's side.
     pub store: StoreJson,
+    /// The disks' side: operations, faults injected and the crash states power
+    /// losses produced, over every host.
+    pub disk: DiskJson,
     /// Crashes, restarts and deploys.
     pub events: Vec<EventJson>,
     /// Every invariant with its result.
@@ -129,6 +132,19 @@ pub struct StoreJson {
     pub faults: std::collections::BTreeMap<String, u64>,
 }
 
+/// What the hosts' disks did, summed.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiskJson {
+    /// Primitive disk operations.
+    pub operations: u64,
+    /// Faults injected, by kind.
+    pub faults: std::collections::BTreeMap<String, u64>,
+    /// Files the disk damaged (bad sectors, bits flipped at rest).
+    pub damaged_files: u64,
+    /// The states power losses left behind.
+    pub crash_states: crate::simdisk::CrashStates,
+}
+
 /// One event.
 #[derive(Debug, Clone, Serialize)]
 pub struct EventJson {
@@ -191,6 +207,7 @@ pub fn build(run: &RunOutput, verdict: &Verdict, series: &Series) -> Report {
             precondition_failures: run.fake.precondition_failures,
             faults: run.fake.by_fault.clone(),
         },
+        disk: disk_json(run),
         events: run.recorder.timeline.iter().map(event_json).collect(),
         invariants: verdict.invariants.iter().map(invariant_json).collect(),
     }
@@ -217,6 +234,24 @@ fn alert_json(a: &AlertWindow) -> AlertJson {
         fired_at_seconds: secs(a.fired),
         resolved_at_seconds: a.resolved.map(secs),
     }
+}
+
+fn disk_json(run: &RunOutput) -> DiskJson {
+    let mut disk = DiskJson {
+        operations: 0,
+        faults: std::collections::BTreeMap::new(),
+        damaged_files: 0,
+        crash_states: crate::simdisk::CrashStates::default(),
+    };
+    for report in &run.disks {
+        disk.operations += report.operations;
+        for (kind, n) in &report.injected {
+            *disk.faults.entry(kind.to_string()).or_default() += n;
+        }
+        disk.damaged_files += report.damage.len() as u64;
+        disk.crash_states.add(&report.crash_states);
+    }
+    disk
 }
 
 fn event_json(e: &TimelineEvent) -> EventJson {

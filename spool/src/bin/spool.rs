@@ -1,20 +1,31 @@
-//! `spool`: look at a spool directory during an incident, without stopping the
-//! service that owns it (no lock is taken, nothing is moved).
+//! `spool`: look at and repair a spool directory.
+//!
+//! `stat`, `ls`, `verify` and `cat` only read: safe on a live spool, no lock taken.
+//! `requeue` and `drain` change the spool, so they take its lock and refuse, saying
+//! so, when a running service holds it.
+//!
+//! Exit codes: 0 done; 1 done, with findings (corrupt entries, files not requeued,
+//! entries left or set aside by a drain); 2 usage, I/O or store error; 3 the spool is
+//! locked by a running service.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::{Value, json};
 use spool::clock::{Clock, SystemClock};
-use spool::format;
-use spool::inspect::{self, Depth, Scan};
+use spool::inspect::{self, Depth, EntryInfo};
+use spool::{
+    Drainer, DrainerConfig, OpenError, Remote, SetAside, Spool, SpoolConfig, format, layout,
+};
+
+const FINDINGS: u8 = 1;
+const ERROR: u8 = 2;
+const LOCKED: u8 = 3;
 
 #[derive(Parser)]
-#[command(
-    version,
-    about = "Inspect a spool directory (read-only; safe on a live spool)"
-)]
+#[command(version, about = "Look at and repair a spool directory")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -22,104 +33,267 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Files, bytes, oldest age, quarantine and dead-letter counts.
-    Stat {
-        /// The spool directory.
-        dir: PathBuf,
-    },
-    /// One line per pending entry, oldest first: sequence, created, age, bytes, name.
+    /// Files, bytes, oldest and newest entry, quarantine and dead-letter counts
+    /// (from the directory listing; read-only).
+    Stat(Target),
+    /// The oldest pending entries: sequence, created, age, bytes, name (read-only;
+    /// reads only the headers it shows).
     Ls {
-        /// The spool directory.
-        dir: PathBuf,
+        #[command(flatten)]
+        target: Target,
         /// Show at most this many entries.
-        #[arg(long)]
-        limit: Option<usize>,
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
     },
-    /// Read every entry in full and check lengths and checksums; also lists
-    /// quarantined and dead-lettered files with their reasons. Exits 1 if any entry
-    /// is corrupt.
-    Verify {
+    /// Read every entry in full and check lengths and checksums; list quarantined
+    /// and dead-lettered files with their reasons. Exits 1 if any entry is corrupt.
+    Verify(Target),
+    /// Write one entry's payload to standard output, after verifying it.
+    Cat {
         /// The spool directory.
         dir: PathBuf,
+        /// The entry's sequence number.
+        seq: u64,
+        /// Where the entry is.
+        #[arg(long, value_enum, default_value = "entries")]
+        from: Place,
     },
+    /// Move dead-lettered or quarantined entries back into the queue (after fixing
+    /// what made the store refuse them). Takes the spool's lock.
+    Requeue {
+        /// The spool directory.
+        dir: PathBuf,
+        /// Where to take entries from.
+        #[arg(long, value_enum)]
+        from: From,
+        /// Sequence numbers to requeue.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        seqs: Vec<u64>,
+        /// Requeue every entry there.
+        #[arg(long)]
+        all: bool,
+        /// Print a JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Empty a spool into a store with the library's drainer (for example a host
+    /// being retired). Takes the spool's lock; stops when the spool is empty or no
+    /// entry has drained for --stall-timeout.
+    Drain(DrainArgs),
+    /// Print the alert rules (Prometheus rules file).
+    Rules,
+}
+
+#[derive(Args)]
+struct Target {
+    /// The spool directory.
+    dir: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct DrainArgs {
+    /// The spool directory.
+    dir: PathBuf,
+    /// The store: gs://BUCKET, file:///PATH or memory://.
+    #[arg(long)]
+    to: String,
+    /// A Cloud Storage emulator to send gs:// writes to (for example fake-gcs);
+    /// default $STORAGE_EMULATOR_HOST.
+    #[arg(long)]
+    endpoint: Option<String>,
+    /// Concurrent drain writes.
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// Give up when nothing has drained for this long.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    stall_timeout: Duration,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum From {
+    DeadLetter,
+    Quarantine,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Place {
+    Entries,
+    DeadLetter,
+    Quarantine,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let (dir, depth) = match &cli.command {
-        Command::Stat { dir } | Command::Ls { dir, .. } => (dir, Depth::Headers),
-        Command::Verify { dir } => (dir, Depth::Full),
-    };
-    let scan = match inspect::scan(dir, depth) {
-        Ok(scan) => scan,
-        Err(e) => {
-            eprintln!("spool: {e}");
-            return ExitCode::from(2);
+    let result = match cli.command {
+        Command::Stat(target) => stat(&target),
+        Command::Ls { target, limit } => ls(&target, limit),
+        Command::Verify(target) => verify(&target),
+        Command::Cat { dir, seq, from } => cat(&dir, seq, from),
+        Command::Requeue {
+            dir,
+            from,
+            seqs,
+            all,
+            json,
+        } => runtime().block_on(requeue(&dir, from, (!all).then_some(&seqs[..]), json)),
+        Command::Drain(args) => runtime().block_on(drain(&args)),
+        Command::Rules => {
+            print!("{}", spool::alerts::rules_yaml());
+            Ok(ExitCode::SUCCESS)
         }
     };
-    let now_ms = SystemClock.now_unix_ms();
-    match cli.command {
-        Command::Stat { dir } => stat(&dir, &scan, now_ms),
-        Command::Ls { limit, .. } => ls(&scan, limit, now_ms),
-        Command::Verify { .. } => return verify(&scan),
-    }
-    ExitCode::SUCCESS
+    result.unwrap_or_else(|(code, message)| {
+        eprintln!("spool: {message}");
+        ExitCode::from(code)
+    })
 }
 
-fn stat(dir: &std::path::Path, scan: &Scan, now_ms: u64) {
-    println!("spool {}", dir.display());
+type Outcome = Result<ExitCode, (u8, String)>;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn io_error(e: impl std::fmt::Display) -> (u8, String) {
+    (ERROR, e.to_string())
+}
+
+fn now_ms() -> u64 {
+    SystemClock.now_unix_ms()
+}
+
+fn age(then_ms: u64) -> String {
+    format::duration(Duration::from_secs(now_ms().saturating_sub(then_ms) / 1000))
+}
+
+fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("JSON values serialize")
+    );
+}
+
+fn stat(target: &Target) -> Outcome {
+    let s = inspect::summary(&target.dir).map_err(io_error)?;
+    if target.json {
+        print_json(&json!({
+            "dir": target.dir,
+            "entries": s.entries,
+            "entry_bytes": s.entry_bytes,
+            "oldest_created_unix_ms": s.oldest_created_unix_ms,
+            "newest_created_unix_ms": s.newest_created_unix_ms,
+            "temp_files": s.temp_files,
+            "unreadable": s.unreadable,
+            "quarantined": s.quarantined,
+            "dead_letters": s.dead_letters,
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("spool {}", target.dir.display());
     println!(
         "  entries      {} files, {}",
-        scan.entries.len(),
-        format::bytes(scan.entry_bytes())
+        s.entries,
+        format::bytes(s.entry_bytes)
     );
-    if let Some(oldest) = scan.entries.first() {
-        let created = oldest.header.created_unix_ms;
-        println!(
-            "  oldest       {} (age {})",
-            format::rfc3339_millis(created),
-            age(now_ms, created)
-        );
+    for (label, created) in [
+        ("oldest", s.oldest_created_unix_ms),
+        ("newest", s.newest_created_unix_ms),
+    ] {
+        if let Some(created) = created {
+            println!(
+                "  {label:<12} {} (age {})",
+                format::rfc3339_millis(created),
+                age(created)
+            );
+        }
     }
-    if let Some(newest) = scan.entries.iter().max_by_key(|e| e.header.created_unix_ms) {
-        let created = newest.header.created_unix_ms;
-        println!(
-            "  newest       {} (age {})",
-            format::rfc3339_millis(created),
-            age(now_ms, created)
-        );
-    }
-    println!("  in progress  {} temp files", scan.temp_files);
+    println!("  in progress  {} temp files", s.temp_files);
     println!(
-        "  unreadable   {} files (quarantined at next open)",
-        scan.corrupt.len()
+        "  unreadable   {} files (quarantined at next open or read)",
+        s.unreadable
     );
-    println!("  quarantine   {} files", scan.quarantined.len());
-    println!("  dead-letter  {} files", scan.dead_letters.len());
+    println!("  quarantine   {} files", s.quarantined);
+    println!("  dead-letter  {} files", s.dead_letters);
+    Ok(ExitCode::SUCCESS)
 }
 
-fn ls(scan: &Scan, limit: Option<usize>, now_ms: u64) {
+fn entry_json(e: &EntryInfo) -> Value {
+    let h = &e.header;
+    let attributes: serde_json::Map<String, Value> = h
+        .attributes
+        .iter()
+        .map(|(k, v)| (format!("{k:?}"), Value::from(v.as_ref())))
+        .collect();
+    json!({
+        "seq": h.seq,
+        "file": e.file,
+        "name": h.name,
+        "created_unix_ms": h.created_unix_ms,
+        "payload_bytes": h.payload_len,
+        "file_bytes": h.file_bytes(),
+        "attributes": attributes,
+    })
+}
+
+fn ls(target: &Target, limit: usize) -> Outcome {
+    let (entries, total) = inspect::oldest(&target.dir, limit).map_err(io_error)?;
+    if target.json {
+        print_json(&json!({
+            "total": total,
+            "entries": entries.iter().map(entry_json).collect::<Vec<_>>(),
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
     println!(
         "{:>20}  {:24}  {:>10}  {:>10}  name",
         "seq", "created", "age", "bytes"
     );
-    for e in scan.entries.iter().take(limit.unwrap_or(usize::MAX)) {
+    for e in &entries {
         let h = &e.header;
         println!(
             "{:>20}  {:24}  {:>10}  {:>10}  {}",
             h.seq,
             format::rfc3339_millis(h.created_unix_ms),
-            age(now_ms, h.created_unix_ms),
+            age(h.created_unix_ms),
             h.payload_len,
             h.name
         );
     }
-    if let Some(limit) = limit.filter(|l| *l < scan.entries.len()) {
-        println!("... {} more", scan.entries.len() - limit);
+    if total > entries.len() as u64 {
+        println!("... {} more", total - entries.len() as u64);
     }
+    Ok(ExitCode::SUCCESS)
 }
 
-fn verify(scan: &Scan) -> ExitCode {
+fn verify(target: &Target) -> Outcome {
+    let scan = inspect::scan(&target.dir, Depth::Full).map_err(io_error)?;
+    let code = if scan.corrupt.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FINDINGS)
+    };
+    if target.json {
+        let notes = |files: &[inspect::SetAside]| {
+            files
+                .iter()
+                .map(|f| json!({"file": f.file, "note": f.note}))
+                .collect::<Vec<_>>()
+        };
+        print_json(&json!({
+            "verified": scan.entries.len(),
+            "verified_bytes": scan.entry_bytes(),
+            "corrupt": scan.corrupt.iter().map(|(f, r)| json!({"file": f, "reason": r})).collect::<Vec<_>>(),
+            "quarantined": notes(&scan.quarantined),
+            "dead_letters": notes(&scan.dead_letters),
+        }));
+        return Ok(code);
+    }
     println!(
         "{} entries verified ({})",
         scan.entries.len(),
@@ -134,17 +308,173 @@ fn verify(scan: &Scan) -> ExitCode {
     for d in &scan.dead_letters {
         println!("DEAD-LETTER  dead-letter/{}: {}", d.file, d.note);
     }
-    if scan.corrupt.is_empty() {
-        ExitCode::SUCCESS
-    } else {
+    if !scan.corrupt.is_empty() {
         println!(
-            "{} corrupt entries; the service moves them to quarantine/ when it next opens the spool",
+            "{} corrupt entries; the drainer moves each to quarantine/ instead of uploading it",
             scan.corrupt.len()
         );
-        ExitCode::from(1)
     }
+    Ok(code)
 }
 
-fn age(now_ms: u64, then_ms: u64) -> String {
-    format::duration(Duration::from_secs(now_ms.saturating_sub(then_ms) / 1000))
+fn cat(dir: &Path, seq: u64, place: Place) -> Outcome {
+    let sub = match place {
+        Place::Entries => layout::ENTRIES_DIR,
+        Place::DeadLetter => layout::DEAD_LETTER_DIR,
+        Place::Quarantine => layout::QUARANTINE_DIR,
+    };
+    let sub_dir = dir.join(sub);
+    let file = std::fs::read_dir(&sub_dir)
+        .map_err(|e| io_error(format!("{}: {e}", sub_dir.display())))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find(|f| layout::parse_seq(f) == Some(seq))
+        .ok_or_else(|| (FINDINGS, format!("no entry {seq} in {}", sub_dir.display())))?;
+    let data = std::fs::read(sub_dir.join(&file)).map_err(io_error)?;
+    let (_, payload) =
+        layout::verify(&file, data.into()).map_err(|e| (FINDINGS, format!("{sub}/{file}: {e}")))?;
+    use std::io::Write;
+    std::io::stdout().write_all(&payload).map_err(io_error)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens the spool for a command that changes it; a held lock is exit code 3.
+async fn open_locked(dir: &Path) -> Result<Spool, (u8, String)> {
+    Spool::open(dir, SpoolConfig::default())
+        .await
+        .map_err(|e| match e {
+            OpenError::Locked { .. } => (
+                LOCKED,
+                format!(
+                    "{e} (a running service holds it: stop the service, or use its own drainer)"
+                ),
+            ),
+            other => io_error(other),
+        })
+}
+
+async fn requeue(dir: &Path, from: From, seqs: Option<&[u64]>, json_out: bool) -> Outcome {
+    let spool = open_locked(dir).await?;
+    let place = match from {
+        From::DeadLetter => SetAside::DeadLetter,
+        From::Quarantine => SetAside::Quarantine,
+    };
+    let done = spool.requeue(place, seqs).await.map_err(io_error)?;
+    if let Some(seqs) = seqs {
+        let missing: Vec<u64> = seqs
+            .iter()
+            .copied()
+            .filter(|s| !done.moved.iter().any(|(_, m)| m == s))
+            .filter(|s| {
+                !done
+                    .refused
+                    .iter()
+                    .any(|(f, _)| layout::parse_seq(f) == Some(*s))
+            })
+            .collect();
+        if !missing.is_empty() {
+            return Err((FINDINGS, format!("no such set-aside entries: {missing:?}")));
+        }
+    }
+    if json_out {
+        print_json(&json!({
+            "requeued": done.moved.iter().map(|(f, s)| json!({"file": f, "seq": s})).collect::<Vec<_>>(),
+            "refused": done.refused.iter().map(|(f, r)| json!({"file": f, "reason": r})).collect::<Vec<_>>(),
+        }));
+    } else {
+        for (file, seq) in &done.moved {
+            println!("REQUEUED  {seq}  {file}");
+        }
+        for (file, reason) in &done.refused {
+            println!("REFUSED   {file}: {reason}");
+        }
+        println!(
+            "{} requeued, {} refused",
+            done.moved.len(),
+            done.refused.len()
+        );
+    }
+    Ok(if done.refused.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FINDINGS)
+    })
+}
+
+async fn drain(args: &DrainArgs) -> Outcome {
+    let store =
+        spool::connect::store_from_url(&args.to, args.endpoint.as_deref()).map_err(io_error)?;
+    let spool = open_locked(&args.dir).await?;
+    let before = spool.stats();
+    let drainer = Drainer::start(
+        spool.clone(),
+        Remote::new(store),
+        DrainerConfig {
+            workers: args.workers.max(1),
+            ..DrainerConfig::default()
+        },
+    );
+    let bar = indicatif::ProgressBar::new(before.files);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} entries  {msg}")
+            .expect("a valid template"),
+    );
+    let stalled = watch_until_done(&spool, &bar, args.stall_timeout).await;
+    drainer.shutdown().await;
+    bar.finish_and_clear();
+    let after = spool.stats();
+    let set_aside = (after.dead_letter_files + after.quarantined_files)
+        .saturating_sub(before.dead_letter_files + before.quarantined_files);
+    println!(
+        "drained {} of {} entries into {}; {} left; {} set aside (spool verify {} lists why)",
+        (before.files - after.files).saturating_sub(set_aside),
+        before.files,
+        args.to,
+        after.files,
+        set_aside,
+        args.dir.display()
+    );
+    if stalled {
+        eprintln!(
+            "spool: nothing drained for {}; the store is failing writes (see the log)",
+            format::duration(args.stall_timeout)
+        );
+    }
+    Ok(if after.files == 0 && set_aside == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FINDINGS)
+    })
+}
+
+/// Follows the drain until the spool is empty (false), nothing drains for
+/// `stall_timeout` (true), or Ctrl-C (true).
+async fn watch_until_done(
+    spool: &Spool,
+    bar: &indicatif::ProgressBar,
+    stall_timeout: Duration,
+) -> bool {
+    let total = spool.stats().files;
+    let mut left = total;
+    let mut last_progress = tokio::time::Instant::now();
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        let stats = spool.stats();
+        if stats.files < left {
+            left = stats.files;
+            last_progress = tokio::time::Instant::now();
+        }
+        bar.set_position(total - left);
+        bar.set_message(format::bytes(stats.bytes));
+        if left == 0 {
+            return false;
+        }
+        if last_progress.elapsed() >= stall_timeout {
+            return true;
+        }
+        tokio::select! {
+            _ = &mut ctrl_c => return true,
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+        }
+    }
 }

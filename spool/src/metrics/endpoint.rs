@@ -112,13 +112,13 @@ mod tests {
         assert!(response.starts_with("HTTP/1.1 200"), "{response}");
         assert!(response.contains(CONTENT_TYPE), "{response}");
         for line in [
-            "spool_files 1",
-            &format!("spool_bytes {}", crate::entry::file_bytes(1, 5)),
-            "spool_max_files 100000",
-            "spool_broken 0",
-            "uploads_total{outcome=\"spooled\"} 1",
-            "store_errors_total{path=\"direct\",kind=\"503\"} 1",
-            "# TYPE upload_direct_seconds histogram",
+            "\nspool_files 1.0\n",
+            &format!("\nspool_bytes {}.0\n", crate::entry::file_bytes(1, 0, 5)),
+            "\nspool_max_files 100000.0\n",
+            "\nspool_broken 0.0\n",
+            "\nspool_uploads_total{outcome=\"spooled\"} 1\n",
+            "\nspool_store_errors_total{path=\"direct\",kind=\"503\"} 1\n",
+            "# TYPE spool_upload_direct_seconds histogram",
             "# TYPE spool_oldest_age_seconds gauge",
         ] {
             assert!(response.contains(line), "missing {line:?} in\n{response}");

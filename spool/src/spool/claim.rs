@@ -1,6 +1,7 @@
 //! Claims: a drainer worker's exclusive right to one entry, oldest first. A claim is
 //! settled by removing the entry (delivered) or setting it aside ([`super::aside`]);
-//! dropping it unsettled gives the entry back to the queue.
+//! dropping it unsettled gives the entry back to the queue. The index forgets an
+//! entry only once its removal or move has succeeded.
 //!
 //! Removals of delivered entries are made durable in batches: one directory sync per
 //! `remove_sync_batch` removals, and when the spool empties. A power loss can bring
@@ -12,24 +13,41 @@ use std::path::PathBuf;
 
 use bytes::Bytes;
 
-use super::layout::{self, VerifyError, entry_file_name};
-use super::{Spool, State};
+use super::layout::{self, VerifyError};
+use super::{Spool, State, UNREADABLE_AFTER};
 use crate::entry::Header;
 
 /// Why a claimed entry could not be read back.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// The file is gone (a removal whose error hid its success): nothing to upload;
+    /// settle the claim with [`Spool::forget_gone`].
+    #[error("entry file {0} is gone")]
+    Gone(PathBuf),
     /// The file is not the intact entry its name says: quarantine it.
     #[error("entry failed verification: {0}")]
     Corrupt(#[from] VerifyError),
-    /// The file could not be read.
+    /// The file could not be read this time.
     #[error("cannot read {path}: {source}")]
     Io {
         /// The entry file.
         path: PathBuf,
         /// The underlying error.
         source: io::Error,
+        /// Failed reads of this entry in a row, this one included.
+        failures: u8,
     },
+}
+
+impl ReadError {
+    /// True when the entry should be set aside rather than tried again: it fails
+    /// verification, or `UNREADABLE_AFTER` (5) reads in a row failed.
+    pub fn is_final(&self) -> bool {
+        match self {
+            ReadError::Corrupt(_) | ReadError::Gone(_) => true,
+            ReadError::Io { failures, .. } => *failures >= UNREADABLE_AFTER,
+        }
+    }
 }
 
 /// Exclusive right to work on one stored entry. Dropping it unsettled gives the entry
@@ -38,6 +56,7 @@ pub struct Claim {
     spool: Spool,
     seq: u64,
     created_unix_ms: u64,
+    file: String,
     settled: bool,
 }
 
@@ -50,6 +69,11 @@ impl Claim {
     /// When the entry was written, in ms since the Unix epoch.
     pub fn created_unix_ms(&self) -> u64 {
         self.created_unix_ms
+    }
+
+    /// The entry's file name in `entries/`.
+    pub fn file_name(&self) -> &str {
+        &self.file
     }
 }
 
@@ -68,21 +92,25 @@ impl Drop for Claim {
 }
 
 impl Spool {
-    /// Claims the oldest entry no one else has claimed, if any. The claim is released
-    /// when dropped unless it is settled by [`Spool::remove`],
-    /// [`Spool::dead_letter`] or [`Spool::quarantine`].
+    /// Claims the oldest entry no one else has claimed, if any, unless the spool is
+    /// reopening itself. The claim is released when dropped unless it is settled by
+    /// [`Spool::remove`], [`Spool::dead_letter`] or [`Spool::quarantine`].
     pub fn claim_oldest(&self) -> Option<Claim> {
         let mut state = self.state();
+        if state.broken.is_some() {
+            return None;
+        }
         // At most one claim per drainer worker exists, so this skips a handful.
         let (&seq, meta) = state.index.iter_mut().find(|(_, m)| !m.claimed)?;
         meta.claimed = true;
-        let created_unix_ms = meta.created_unix_ms;
+        let (created_unix_ms, file) = (meta.created_unix_ms, meta.file_name(seq));
         state.claimed += 1;
         state.check(&self.inner.config);
         Some(Claim {
             spool: self.clone(),
             seq,
             created_unix_ms,
+            file,
             settled: false,
         })
     }
@@ -100,46 +128,161 @@ impl Spool {
         }
     }
 
-    /// Reads and verifies a claimed entry (the checks open makes: format, checksums,
-    /// sequence number, object name).
+    /// Reads and verifies a claimed entry (format, checksums, that the header is the
+    /// one its file name says, a valid object name). Counts failed reads in a row.
     pub async fn read(&self, claim: &Claim) -> Result<(Header, Bytes), ReadError> {
-        let file = entry_file_name(claim.seq);
-        let path = self.inner.entries_dir.join(&file);
-        let data = self
-            .inner
-            .disk
-            .read(&path)
-            .await
-            .map_err(|source| ReadError::Io { path, source })?;
-        Ok(layout::verify(&file, Bytes::from(data))?)
+        let path = self.inner.entries.path.join(&claim.file);
+        let read = self.inner.disk.read(&path).await;
+        let mut state = self.state();
+        let meta = state.index.get_mut(&claim.seq);
+        match read {
+            Ok(data) => {
+                if let Some(meta) = meta {
+                    meta.read_failures = 0;
+                }
+                drop(state);
+                Ok(layout::verify(&claim.file, Bytes::from(data))?)
+            }
+            Err(source) if source.kind() == io::ErrorKind::NotFound => Err(ReadError::Gone(path)),
+            Err(source) => {
+                let failures = meta.map_or(UNREADABLE_AFTER, |m| {
+                    m.read_failures = m.read_failures.saturating_add(1);
+                    m.read_failures
+                });
+                Err(ReadError::Io {
+                    path,
+                    source,
+                    failures,
+                })
+            }
+        }
     }
 
-    /// Deletes a claimed entry whose object is safely in the store.
-    pub async fn remove(&self, mut claim: Claim) -> io::Result<()> {
+    /// Deletes a claimed entry whose object is safely in the store, and returns once
+    /// it is removed. If the removal fails the entry stays indexed and the claim is
+    /// released. See [`Spool::remove_in_background`] for the drainer's way.
+    pub async fn remove(&self, claim: Claim) -> io::Result<()> {
+        let seq = claim.seq;
+        self.remove_in_background(claim);
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let state = self.state();
+                let queued = state.removals.iter().any(|(s, _)| *s == seq);
+                if !queued && !state.removing.contains(&seq) {
+                    return match state.index.get(&seq) {
+                        None => Ok(()),
+                        Some(_) => Err(io::Error::other(format!(
+                            "removing entry {seq} failed; it stays in the spool"
+                        ))),
+                    };
+                }
+            }
+            changed.await;
+        }
+    }
+
+    /// Hands a claimed entry whose object is safely in the store to the remover,
+    /// which deletes queued entries in one call per batch and syncs `entries/` every
+    /// `remove_sync_batch` removals: the drainer's worker goes on at once. The entry
+    /// stays indexed (and claimed) until its removal succeeded; a failed removal
+    /// gives it back to the queue, and its next upload is answered "already exists".
+    pub fn remove_in_background(&self, mut claim: Claim) {
+        claim.settled = true;
+        let mut state = self.state();
+        debug_assert!(
+            state.index.get(&claim.seq).is_some_and(|m| m.claimed),
+            "removal of an unclaimed entry {}",
+            claim.seq
+        );
+        state
+            .removals
+            .push((claim.seq, std::mem::take(&mut claim.file)));
+        drop(state);
+        self.inner.removals_wake.notify_one();
+    }
+
+    /// Waits until every removal handed to the remover is done.
+    pub async fn flush_removals(&self) {
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let state = self.state();
+                if state.removals.is_empty() && state.removing.is_empty() {
+                    return;
+                }
+            }
+            changed.await;
+        }
+    }
+
+    /// Removes one batch from the queue: one disk call, then the index, then a
+    /// directory sync when one is due.
+    async fn remove_batch(&self, batch: Vec<(u64, String)>) {
         let inner = &*self.inner;
-        let path = inner.entries_dir.join(entry_file_name(claim.seq));
-        let removed = inner.disk.remove(&path).await;
+        let paths: Vec<PathBuf> = batch
+            .iter()
+            .map(|(_, f)| inner.entries.path.join(f))
+            .collect();
+        let results = match inner.disk.remove_all(&paths).await {
+            Ok(results) => results,
+            Err(e) => batch
+                .iter()
+                .map(|_| Err(io::Error::new(e.kind(), e.to_string())))
+                .collect(),
+        };
         let sync_now = {
             let mut state = self.state();
-            self.forget(&mut state, &mut claim);
-            state.unsynced_removes += 1;
-            let due =
-                state.unsynced_removes >= inner.config.remove_sync_batch || state.index.is_empty();
+            let mut removed = 0;
+            for ((seq, file), result) in batch.iter().zip(results) {
+                match result {
+                    // NotFound: a removal whose error hid its success.
+                    Ok(()) => removed += 1,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => removed += 1,
+                    Err(e) => {
+                        tracing::error!(error = %e, %file, "cannot remove a drained entry; it will be sent again");
+                        self.unclaim(&mut state, *seq);
+                        continue;
+                    }
+                }
+                if let Some(meta) = state.index.remove(seq) {
+                    state.bytes -= meta.file_bytes;
+                    state.claimed -= 1;
+                }
+            }
+            state.unsynced_removes += removed;
+            let due = state.unsynced_removes >= inner.config.remove_sync_batch
+                || (state.index.is_empty() && state.unsynced_removes > 0);
             if due {
                 state.unsynced_removes = 0;
             }
+            state.check(&inner.config);
             due
         };
-        inner.changed.notify_waiters();
-        removed?;
         if sync_now {
-            let ticket = inner.dir_sync.ticket();
-            inner
-                .dir_sync
-                .wait_durable(&*inner.disk, &inner.entries_dir, ticket)
-                .await?;
+            let _ = self.sync_dir(&inner.entries).await;
         }
-        Ok(())
+        // Last, and with no await after it: whoever waits for these removals may
+        // drop the spool at once, and the remover must not be holding it then.
+        self.state()
+            .removing
+            .retain(|seq| !batch.iter().any(|(s, _)| s == seq));
+        inner.changed.notify_waiters();
+    }
+
+    /// Settles a claim whose file is gone ([`ReadError::Gone`]): the index forgets
+    /// it. The file was removed by a removal whose error hid its success, or lost:
+    /// either way nothing is left to upload.
+    pub fn forget_gone(&self, mut claim: Claim) {
+        let mut state = self.state();
+        tracing::warn!(seq = claim.seq, file = %claim.file, "spool entry file is gone; forgetting it");
+        self.forget(&mut state, &mut claim);
+        drop(state);
+        self.inner.changed.notify_waiters();
     }
 
     /// Drops a settled claim's entry from the index.
@@ -155,12 +298,47 @@ impl Spool {
 
     fn release(&self, seq: u64) {
         let mut state = self.state();
-        if let Some(meta) = state.index.get_mut(&seq) {
-            meta.claimed = false;
-            state.claimed -= 1;
-        }
+        self.unclaim(&mut state, seq);
         state.check(&self.inner.config);
         drop(state);
         self.inner.changed.notify_waiters();
+    }
+
+    fn unclaim(&self, state: &mut State, seq: u64) {
+        if let Some(meta) = state.index.get_mut(&seq)
+            && meta.claimed
+        {
+            meta.claimed = false;
+            state.claimed -= 1;
+        }
+    }
+}
+
+/// The remover task: deletes what [`Spool::remove_in_background`] queued, a batch
+/// per disk call, until the spool is dropped.
+pub(super) async fn run_remover(
+    inner: std::sync::Weak<super::Inner>,
+    wake: std::sync::Arc<tokio::sync::Notify>,
+) {
+    loop {
+        let woken = wake.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        let spool = Spool { inner };
+        let batch = {
+            let mut state = spool.state();
+            let batch = std::mem::take(&mut state.removals);
+            state.removing.extend(batch.iter().map(|(seq, _)| *seq));
+            batch
+        };
+        if batch.is_empty() {
+            drop(spool);
+            woken.await;
+        } else {
+            spool.remove_batch(batch).await;
+        }
     }
 }

@@ -1,7 +1,8 @@
-//! Group commit for directory syncs: a sync started after an operation's rename
+//! Group commit for directory syncs: a sync started after an operation's change
 //! covers it, so one fsync can serve every put that renamed while the previous one
-//! ran. After a failed sync every later wait fails too: retrying an fsync can report
-//! success for entries the kernel already dropped.
+//! ran. After a failed sync every later wait fails too, until the spool has reopened
+//! itself ([`DirSync::reset`]): retrying an fsync can report success for changes the
+//! kernel already dropped.
 
 use std::io;
 use std::path::Path;
@@ -16,7 +17,7 @@ use crate::disk::Disk;
 pub(crate) struct DirSync {
     issued: AtomicU64,
     synced: AtomicU64,
-    lock: tokio::sync::Mutex<Option<Arc<str>>>,
+    failed: tokio::sync::Mutex<Option<Arc<str>>>,
 }
 
 impl DirSync {
@@ -40,7 +41,7 @@ impl DirSync {
         if self.synced.load(Ordering::SeqCst) >= ticket {
             return Ok(());
         }
-        let mut failed = self.lock.lock().await;
+        let mut failed = self.failed.lock().await;
         if let Some(reason) = &*failed {
             return Err(io::Error::other(format!(
                 "an earlier directory sync failed: {reason}"
@@ -65,5 +66,12 @@ impl DirSync {
                 Err(e)
             }
         }
+    }
+
+    /// Forgets a failure, once the spool has reopened from what is on disk and no
+    /// put that saw it is still waiting (a put renamed before the failure must never
+    /// be acknowledged by a later sync).
+    pub(crate) async fn reset(&self) {
+        *self.failed.lock().await = None;
     }
 }

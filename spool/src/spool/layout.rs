@@ -5,13 +5,19 @@
 //! with [`verify`], so they cannot disagree.
 //!
 //! ```text
-//! DIR/LOCK                      exclusive lock (holder's pid inside)
-//! DIR/entries/<seq>.entry       pending objects, 20-digit zero-padded sequence numbers
-//! DIR/entries/<seq>.tmp         a put in progress; deleted at open
-//! DIR/quarantine/<file>         entries that failed verification, as found
-//! DIR/quarantine/<file>.reason  why
-//! DIR/dead-letter/<seq>.entry   entries the store refused for good
-//! DIR/dead-letter/<seq>.error   the store's error
+//! DIR/LOCK                        exclusive lock (holder's pid inside)
+//! DIR/entries/<seq>.<ms>.<bytes>.entry
+//!                                 pending objects: 20-digit zero-padded sequence
+//!                                 number, creation time (ms since the Unix epoch)
+//!                                 and file size, so that open indexes an entry from
+//!                                 the directory listing alone
+//! DIR/entries/<seq>.entry         a pending object written before 2026-12 (format 1):
+//!                                 open reads its header
+//! DIR/entries/<seq>.tmp           a put in progress; deleted at open
+//! DIR/quarantine/<file>           entries that failed verification, as found
+//! DIR/quarantine/<file>.reason    why
+//! DIR/dead-letter/<file>          entries the store refused for good, as named in
+//! DIR/dead-letter/<file>.error    entries/, and the store's error
 //! ```
 
 use bytes::Bytes;
@@ -36,9 +42,62 @@ pub const REASON_SUFFIX: &str = ".reason";
 /// Suffix of the note beside a dead-lettered entry.
 pub const ERROR_SUFFIX: &str = ".error";
 
-/// `00000000000000000042.entry`
-pub fn entry_file_name(seq: u64) -> String {
+/// `00000000000000000042.1791457200123.1071.entry`: the name of entry `seq`, created
+/// at `created_unix_ms`, `file_bytes` long.
+pub fn entry_file_name(seq: u64, created_unix_ms: u64, file_bytes: u64) -> String {
+    format!("{seq:020}.{created_unix_ms}.{file_bytes}{ENTRY_SUFFIX}")
+}
+
+/// `00000000000000000042.entry`: how entry files were named before 2026-12.
+pub fn legacy_entry_file_name(seq: u64) -> String {
     format!("{seq:020}{ENTRY_SUFFIX}")
+}
+
+/// What an entry file's name says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryName {
+    /// The sequence number.
+    pub seq: u64,
+    /// Creation time and file size, when the name carries them (not in names
+    /// written before 2026-12).
+    pub listed: Option<Listed>,
+}
+
+/// What the directory listing tells of an entry without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listed {
+    /// Creation time, ms since the Unix epoch.
+    pub created_unix_ms: u64,
+    /// Size of the entry file.
+    pub file_bytes: u64,
+}
+
+fn digits(s: &str) -> Option<u64> {
+    (!s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
+/// Parses an entry file name, in either naming.
+pub fn parse_entry_name(file_name: &str) -> Option<EntryName> {
+    let stem = file_name.strip_suffix(ENTRY_SUFFIX)?;
+    let mut parts = stem.split('.');
+    let seq_digits = parts.next()?;
+    if seq_digits.len() != 20 {
+        return None;
+    }
+    let seq = digits(seq_digits)?;
+    match (parts.next(), parts.next(), parts.next()) {
+        (None, _, _) => Some(EntryName { seq, listed: None }),
+        (Some(created), Some(bytes), None) => Some(EntryName {
+            seq,
+            listed: Some(Listed {
+                created_unix_ms: digits(created)?,
+                file_bytes: digits(bytes)?,
+            }),
+        }),
+        _ => None,
+    }
 }
 
 /// `00000000000000000042.tmp`
@@ -48,11 +107,7 @@ pub fn temp_file_name(seq: u64) -> String {
 
 /// The sequence number in an entry file name, if it is one.
 pub fn parse_seq(file_name: &str) -> Option<u64> {
-    let digits = file_name.strip_suffix(ENTRY_SUFFIX)?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    parse_entry_name(file_name).map(|n| n.seq)
 }
 
 /// Why an entry file cannot be trusted as the entry its name says.
@@ -62,11 +117,18 @@ pub enum VerifyError {
     /// The bytes fail a check of the format (length, checksum, magic, ...).
     #[error(transparent)]
     Corrupt(#[from] Corrupt),
-    /// The header's sequence number is not the one in the file name.
-    #[error("file name does not match the sequence number {seq} in its header")]
-    SeqMismatch {
+    /// The header disagrees with the file name (sequence number, creation time or
+    /// size), or the name is not an entry file name.
+    #[error(
+        "file name does not match its header (sequence {seq}, created {created_unix_ms}, {file_bytes} bytes)"
+    )]
+    NameMismatch {
         /// The sequence number in the header.
         seq: u64,
+        /// The creation time in the header.
+        created_unix_ms: u64,
+        /// The file size the header implies.
+        file_bytes: u64,
     },
     /// The header is intact but the object name in it is one no store accepts.
     #[error("stored object name is invalid: {0}")]
@@ -91,8 +153,18 @@ pub fn verify_header(file_name: &str, head: &[u8]) -> Result<Header, VerifyError
 }
 
 fn check_header(file_name: &str, header: &Header) -> Result<(), VerifyError> {
-    if parse_seq(file_name) != Some(header.seq) {
-        return Err(VerifyError::SeqMismatch { seq: header.seq });
+    let matches = parse_entry_name(file_name).is_some_and(|n| {
+        n.seq == header.seq
+            && n.listed.is_none_or(|l| {
+                l.created_unix_ms == header.created_unix_ms && l.file_bytes == header.file_bytes()
+            })
+    });
+    if !matches {
+        return Err(VerifyError::NameMismatch {
+            seq: header.seq,
+            created_unix_ms: header.created_unix_ms,
+            file_bytes: header.file_bytes(),
+        });
     }
     name::check(&header.name).map_err(VerifyError::Name)
 }
@@ -120,33 +192,69 @@ mod tests {
 
     #[test]
     fn entry_file_names_round_trip_and_reject_lookalikes() {
-        assert_eq!(parse_seq(&entry_file_name(42)), Some(42));
-        assert_eq!(parse_seq(&entry_file_name(u64::MAX)), Some(u64::MAX));
+        let name = entry_file_name(42, 1_791_457_200_123, 1071);
+        assert_eq!(name, "00000000000000000042.1791457200123.1071.entry");
+        let listed = Listed {
+            created_unix_ms: 1_791_457_200_123,
+            file_bytes: 1071,
+        };
+        assert_eq!(
+            parse_entry_name(&name),
+            Some(EntryName {
+                seq: 42,
+                listed: Some(listed)
+            })
+        );
+        assert_eq!(parse_seq(&legacy_entry_file_name(u64::MAX)), Some(u64::MAX));
+        assert_eq!(
+            parse_entry_name(&legacy_entry_file_name(7)),
+            Some(EntryName {
+                seq: 7,
+                listed: None
+            })
+        );
         for bad in [
             "42.entry",
             "0000000000000000004x.entry",
             "00000000000000000042.tmp",
+            "00000000000000000042.1.entry",
+            "00000000000000000042.1.2.3.entry",
+            "00000000000000000042..2.entry",
+            "00000000000000000042.1.x.entry",
         ] {
-            assert_eq!(parse_seq(bad), None, "{bad}");
+            assert_eq!(parse_entry_name(bad), None, "{bad}");
         }
         assert_eq!(unique_name(&["a".into(), "a.1".into()], "a"), "a.2");
     }
 
     #[test]
-    fn an_intact_entry_under_another_number_or_with_a_bad_name_fails() {
-        let data = entry::encode(7, 0, "ok", b"x");
-        assert!(verify(&entry_file_name(7), data.clone()).is_ok());
-        assert_eq!(
-            verify(&entry_file_name(8), data).unwrap_err(),
-            VerifyError::SeqMismatch { seq: 7 }
-        );
-        let bad_name = entry::encode(7, 0, "a\nb", b"x");
+    fn an_intact_entry_under_another_name_or_with_a_bad_object_name_fails() {
+        let data = entry::encode(7, 5, "ok", &[], b"x");
+        let size = data.len() as u64;
+        assert!(verify(&entry_file_name(7, 5, size), data.clone()).is_ok());
+        assert!(verify(&legacy_entry_file_name(7), data.clone()).is_ok());
+        for wrong in [
+            entry_file_name(8, 5, size),
+            entry_file_name(7, 6, size),
+            entry_file_name(7, 5, size + 1),
+            legacy_entry_file_name(8),
+        ] {
+            assert!(
+                matches!(
+                    verify(&wrong, data.clone()),
+                    Err(VerifyError::NameMismatch { seq: 7, .. })
+                ),
+                "{wrong}"
+            );
+        }
+        let bad_name = entry::encode(7, 5, "a\nb", &[], b"x");
+        let file = entry_file_name(7, 5, bad_name.len() as u64);
         assert!(matches!(
-            verify(&entry_file_name(7), bad_name.clone()),
+            verify(&file, bad_name.clone()),
             Err(VerifyError::Name(_))
         ));
         assert!(matches!(
-            verify_header(&entry_file_name(7), &bad_name),
+            verify_header(&file, &bad_name),
             Err(VerifyError::Name(_))
         ));
     }

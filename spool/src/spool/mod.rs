@@ -8,13 +8,19 @@
 //!   can never take the spool past `max_files` or `max_bytes`.
 //! - The directory is listed once, at open ([`open`]). After that every operation is
 //!   O(log n) in the index.
-//! - After an I/O error whose effect on disk is unknown (a failed fsync, write or
-//!   rename) the spool stops accepting puts for good; reopening re-verifies the disk.
-//!   Running out of space is not such an error: it is a full spool.
+//! - An error on one file (creating, writing or syncing a put's temp file, renaming
+//!   it, reading an entry) fails that one operation; the caller is told. Running out
+//!   of space anywhere is a full spool (backpressure).
+//! - An error from a directory sync stops every put (the kernel may have dropped
+//!   what it held, and a retried fsync can lie), then the spool reopens itself in
+//!   place from what is on disk, with backoff ([`recover`]). Every directory sync
+//!   goes through one path ([`group_commit`]), so none can be ignored.
+//! - The index forgets an entry only once its removal or move has succeeded.
 //!
 //! Where each part lives: the on-disk layout and entry verification in [`layout`],
 //! opening in [`open`], puts and their reservations in [`put`], claims and removal
-//! in [`claim`], dead-letter and quarantine moves in [`aside`].
+//! in [`claim`], dead-letter and quarantine moves in [`aside`], reopening in place
+//! after a failed directory sync in [`recover`].
 
 mod aside;
 mod claim;
@@ -22,6 +28,7 @@ mod group_commit;
 pub mod layout;
 mod open;
 mod put;
+mod recover;
 #[cfg(test)]
 mod tests;
 
@@ -30,6 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+pub use aside::{Requeued, SetAside};
 pub use claim::{Claim, ReadError};
 pub use open::OpenReport;
 pub use put::Receipt;
@@ -81,13 +89,31 @@ impl SpoolConfig {
     }
 }
 
-/// One indexed entry.
+/// One indexed entry: 24 bytes, 48 with its key in the index's B-tree.
 #[derive(Debug, Clone, Copy)]
 struct Meta {
     file_bytes: u64,
     created_unix_ms: u64,
     claimed: bool,
+    /// Named as before 2026-12 (`<seq>.entry`).
+    legacy_name: bool,
+    /// Consecutive failed reads; the entry is set aside at [`UNREADABLE_AFTER`].
+    read_failures: u8,
 }
+
+impl Meta {
+    fn file_name(&self, seq: u64) -> String {
+        if self.legacy_name {
+            layout::legacy_entry_file_name(seq)
+        } else {
+            layout::entry_file_name(seq, self.created_unix_ms, self.file_bytes)
+        }
+    }
+}
+
+/// Reads of one entry that may fail in a row (transient errors) before it is set
+/// aside as unreadable: a bad sector must not stop the drain.
+pub const UNREADABLE_AFTER: u8 = 5;
 
 /// Everything behind the spool's one mutex. Never held across an await.
 #[derive(Debug)]
@@ -99,28 +125,41 @@ struct State {
     claimed: u64,
     next_seq: u64,
     broken: Option<Arc<str>>,
+    /// A recovery task is running (set with `broken`, cleared when it succeeds).
+    recovering: bool,
     quarantined_files: u64,
     dead_letter_files: u64,
     unsynced_removes: u32,
+    /// Delivered entries waiting for the remover: (sequence, file name).
+    removals: Vec<(u64, String)>,
+    /// Entries the remover is deleting now.
+    removing: Vec<u64>,
 }
 
 impl State {
     /// The spool's own invariants, checked after every change in debug builds.
     fn check(&self, config: &SpoolConfig) {
         if cfg!(debug_assertions) {
+            // Open may find more than the caps allow (they were lowered); puts then
+            // reserve nothing until the drain has made room.
             let held = self.index.len() as u64;
             debug_assert!(
-                held + self.reserved_files <= config.max_files,
+                self.reserved_files == 0 || held + self.reserved_files <= config.max_files,
                 "held {held} + reserved {} files over max_files {}",
                 self.reserved_files,
                 config.max_files
             );
             debug_assert!(
-                self.bytes + self.reserved_bytes <= config.max_bytes,
+                self.reserved_bytes == 0 || self.bytes + self.reserved_bytes <= config.max_bytes,
                 "held {} + reserved {} bytes over max_bytes {}",
                 self.bytes,
                 self.reserved_bytes,
                 config.max_bytes
+            );
+            debug_assert_eq!(
+                self.bytes,
+                self.index.values().map(|m| m.file_bytes).sum::<u64>(),
+                "bytes disagree with the index"
             );
             debug_assert!(
                 self.claimed <= held,
@@ -139,35 +178,41 @@ impl State {
     }
 }
 
-/// A deliberate bug, for showing that the simulation catches it. Only with the
-/// `mutations` feature.
-#[cfg(feature = "mutations")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Mutation {
-    /// Behave correctly.
-    None = 0,
-    /// Acknowledge a put before the directory sync: a power loss can then lose an
-    /// acknowledged entry.
-    AckBeforeDirSync = 1,
-    /// The drainer removes an entry before its upload has succeeded.
-    RemoveBeforeUpload = 2,
+/// One of the spool's three directories, and the group commit of its syncs.
+struct SpoolDir {
+    path: PathBuf,
+    sync: DirSync,
+}
+
+impl SpoolDir {
+    fn new(path: PathBuf) -> Self {
+        Self {
+            path,
+            sync: DirSync::default(),
+        }
+    }
 }
 
 struct Inner {
-    entries_dir: PathBuf,
-    quarantine_dir: PathBuf,
-    dead_letter_dir: PathBuf,
+    entries: SpoolDir,
+    quarantine: SpoolDir,
+    dead_letter: SpoolDir,
     config: SpoolConfig,
     disk: Arc<dyn Disk>,
     clock: Arc<dyn Clock>,
     metrics: Metrics,
     state: Mutex<State>,
-    dir_sync: DirSync,
     changed: tokio::sync::Notify,
-    #[cfg(feature = "mutations")]
-    mutation: std::sync::atomic::AtomicU8,
+    /// Wakes the remover task ([`claim::run_remover`]).
+    removals_wake: Arc<tokio::sync::Notify>,
     _lock: DiskLock,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Lets the remover see that the spool is gone.
+        self.removals_wake.notify_one();
+    }
 }
 
 /// A bounded, crash-safe spool of pending objects in one directory.
@@ -190,7 +235,7 @@ pub struct Spool {
 impl std::fmt::Debug for Spool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Spool")
-            .field("entries_dir", &self.inner.entries_dir)
+            .field("entries_dir", &self.inner.entries.path)
             .field("stats", &self.stats())
             .finish()
     }
@@ -208,22 +253,6 @@ impl Spool {
         )
         .await?;
         Ok(spool)
-    }
-
-    /// Turns on a deliberate bug (see [`Mutation`]).
-    #[cfg(feature = "mutations")]
-    pub fn set_mutation(&self, mutation: Mutation) {
-        self.inner
-            .mutation
-            .store(mutation as u8, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    #[cfg(feature = "mutations")]
-    pub(crate) fn mutation_is(&self, mutation: Mutation) -> bool {
-        self.inner
-            .mutation
-            .load(std::sync::atomic::Ordering::SeqCst)
-            == mutation as u8
     }
 
     /// The configuration the spool was opened with.
@@ -274,6 +303,46 @@ impl Spool {
     pub fn is_empty(&self) -> bool {
         let state = self.state();
         state.index.is_empty() && state.reserved_files == 0
+    }
+}
+
+impl Spool {
+    /// Waits until every change made to `dir` so far is durable. A failure stops
+    /// puts and starts the recovery: this is the one path every directory sync takes.
+    async fn sync_dir(&self, dir: &SpoolDir) -> std::io::Result<()> {
+        let ticket = dir.sync.ticket();
+        self.sync_dir_upto(dir, ticket).await
+    }
+
+    /// Waits until the change named by `ticket` in `dir` is durable; see
+    /// [`Spool::sync_dir`].
+    async fn sync_dir_upto(&self, dir: &SpoolDir, ticket: u64) -> std::io::Result<()> {
+        let result = dir
+            .sync
+            .wait_durable(&*self.inner.disk, &dir.path, ticket)
+            .await;
+        if let Err(e) = &result {
+            self.break_spool(format!("syncing directory {}: {e}", dir.path.display()));
+        }
+        result
+    }
+
+    /// Marks the spool broken (first reason wins), starts the recovery if it is not
+    /// running, and returns the error for the caller.
+    fn break_spool(&self, reason: String) -> crate::error::PutError {
+        let mut state = self.state();
+        let reason = state
+            .broken
+            .get_or_insert_with(|| {
+                tracing::error!(%reason, "spool stopped accepting writes; it will reopen itself");
+                reason.into()
+            })
+            .clone();
+        if !state.recovering {
+            state.recovering = true;
+            tokio::spawn(recover::run(Arc::downgrade(&self.inner)));
+        }
+        crate::error::PutError::Broken { reason }
     }
 }
 

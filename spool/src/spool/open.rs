@@ -1,9 +1,14 @@
-//! Opening a spool: the only time its directory is listed.
+//! Opening a spool: the only time its directory is listed (and, after a failed
+//! directory sync, when it reopens itself in place: [`super::recover`]).
 //!
-//! In order: create the directories, take the lock, list the three directories,
-//! delete temp files of interrupted puts, read and verify every entry (32 reads in
-//! flight), move entries that fail to `quarantine/` with the reason, sync
-//! `entries/`, and continue the sequence after every number still on disk.
+//! In order: create the directories (durably), take the lock, list the three
+//! directories, delete temp files of interrupted puts, index every entry from its
+//! file name (entries written before 2026-12 have their header read instead), move
+//! stray files to `quarantine/` with the reason, and continue the sequence after
+//! every number still on disk. Payloads are not read here: the drainer verifies
+//! every entry in full before it uploads it, so a corrupt entry is still never
+//! uploaded, and a restart during an outage takes a listing, not a read of the
+//! backlog.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -18,19 +23,19 @@ use super::layout::{
     self, DEAD_LETTER_DIR, ENTRIES_DIR, ERROR_SUFFIX, LOCK_FILE, QUARANTINE_DIR, REASON_SUFFIX,
     TEMP_SUFFIX,
 };
-use super::{DirSync, Inner, Meta, Spool, SpoolConfig, State};
+use super::{Inner, Meta, Spool, SpoolConfig, SpoolDir, State};
 use crate::clock::Clock;
 use crate::disk::{Disk, DiskLock};
 use crate::error::OpenError;
 use crate::metrics::Metrics;
 
-/// How many entry files open reads at once.
+/// How many legacy entry headers open reads at once.
 const OPEN_READ_CONCURRENCY: usize = 32;
 
 /// What [`Spool::open`] found and did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OpenReport {
-    /// Valid entries indexed.
+    /// Entries indexed.
     pub entries: u64,
     /// Leftover temporary files (puts interrupted by a crash) deleted.
     pub temp_files_removed: u64,
@@ -39,24 +44,44 @@ pub struct OpenReport {
 }
 
 /// The spool's three directories.
-struct Dirs {
-    entries: PathBuf,
-    quarantine: PathBuf,
-    dead_letter: PathBuf,
+pub(super) struct Dirs {
+    pub(super) entries: PathBuf,
+    pub(super) quarantine: PathBuf,
+    pub(super) dead_letter: PathBuf,
 }
 
-/// The names found in the set-aside directories.
-struct Listing {
-    quarantine: Vec<String>,
-    dead_letter: Vec<String>,
+impl Dirs {
+    pub(super) fn of(dir: &Path) -> Self {
+        Self {
+            entries: dir.join(ENTRIES_DIR),
+            quarantine: dir.join(QUARANTINE_DIR),
+            dead_letter: dir.join(DEAD_LETTER_DIR),
+        }
+    }
 }
 
-/// What reading the entry files gave.
-#[derive(Default)]
-struct Found {
-    index: BTreeMap<u64, Meta>,
-    bytes: u64,
-    to_quarantine: Vec<(String, String)>,
+/// What a scan of the directories found: the index and what else is on disk.
+pub(super) struct Scan {
+    pub(super) index: BTreeMap<u64, Meta>,
+    pub(super) bytes: u64,
+    pub(super) quarantine: Vec<String>,
+    pub(super) dead_letter: Vec<String>,
+    pub(super) report: OpenReport,
+}
+
+impl Scan {
+    /// Sequence numbers continue after every one still on disk, dead letters and
+    /// quarantined entries included, so a number is never reused while its file
+    /// exists anywhere in the directory.
+    pub(super) fn next_seq(&self) -> u64 {
+        self.index
+            .keys()
+            .copied()
+            .chain(self.dead_letter.iter().filter_map(|n| layout::parse_seq(n)))
+            .chain(self.quarantine.iter().filter_map(|n| layout::parse_seq(n)))
+            .max()
+            .map_or(1, |max| max + 1)
+    }
 }
 
 fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> OpenError {
@@ -67,10 +92,9 @@ fn io_err(op: &'static str, path: &Path) -> impl FnOnce(io::Error) -> OpenError 
 impl Spool {
     /// Opens the spool in `dir` through the given seams, and reports what open found.
     ///
-    /// Open takes the lock, deletes temporary files left by interrupted puts, reads
-    /// and verifies every entry (header, length, both checksums, name), moves any that
-    /// fail to `quarantine/` with the reason, and builds the index. This is the only
-    /// time the directory is listed.
+    /// Open takes the lock, deletes temporary files left by interrupted puts, indexes
+    /// every entry, moves files that are not entries to `quarantine/` with the
+    /// reason, and builds the index. This is the only time the directory is listed.
     pub async fn open_with(
         dir: &Path,
         config: SpoolConfig,
@@ -79,64 +103,54 @@ impl Spool {
         metrics: Metrics,
     ) -> Result<(Spool, OpenReport), OpenError> {
         config.validate()?;
-        let dirs = create_dirs(&*disk, dir).await?;
+        let dirs = Dirs::of(dir);
+        create_dirs(&*disk, dir, &dirs).await?;
         let lock = take_lock(&*disk, dir).await?;
-        let (names, mut listing) = list(&*disk, &dirs).await?;
-        let mut report = OpenReport {
-            temp_files_removed: remove_temp_files(&*disk, &dirs, &names.temps).await?,
-            ..OpenReport::default()
-        };
-        let found = read_entries(&disk, &dirs.entries, names.entries, names.strays).await;
-        quarantine_all(&*disk, &dirs, &mut listing, &found.to_quarantine, &metrics).await?;
-        // Always, not only after removing or moving something here: whatever the
-        // previous process left undurable in this directory (a removed temp file, a
-        // drained entry) is settled before this one reuses any of its names. The
-        // simulated disk needs it too: it keeps synced data by path, so a removal
-        // still pending from the last process would apply to a new file of that name.
-        disk.sync_dir(&dirs.entries)
-            .await
-            .map_err(io_err("sync directory", &dirs.entries))?;
-        report.entries = found.index.len() as u64;
-        report.quarantined = found.to_quarantine;
+        let scan = scan(&disk, &dirs, &metrics).await?;
         let state = State {
-            next_seq: next_seq(&found.index, &listing),
-            index: found.index,
-            bytes: found.bytes,
+            next_seq: scan.next_seq(),
+            index: scan.index,
+            bytes: scan.bytes,
             reserved_files: 0,
             reserved_bytes: 0,
             claimed: 0,
             broken: None,
-            quarantined_files: layout::count_data_files(&listing.quarantine, REASON_SUFFIX),
-            dead_letter_files: layout::count_data_files(&listing.dead_letter, ERROR_SUFFIX),
+            recovering: false,
+            quarantined_files: layout::count_data_files(&scan.quarantine, REASON_SUFFIX),
+            dead_letter_files: layout::count_data_files(&scan.dead_letter, ERROR_SUFFIX),
             unsynced_removes: 0,
+            removals: Vec::new(),
+            removing: Vec::new(),
         };
+        state.check(&config);
+        let mut report = scan.report;
+        report.entries = state.index.len() as u64;
         let spool = Spool {
             inner: Arc::new(Inner {
-                entries_dir: dirs.entries,
-                quarantine_dir: dirs.quarantine,
-                dead_letter_dir: dirs.dead_letter,
+                entries: SpoolDir::new(dirs.entries),
+                quarantine: SpoolDir::new(dirs.quarantine),
+                dead_letter: SpoolDir::new(dirs.dead_letter),
                 config,
                 disk,
                 clock,
                 metrics,
                 state: Mutex::new(state),
-                dir_sync: DirSync::default(),
                 changed: tokio::sync::Notify::new(),
-                #[cfg(feature = "mutations")]
-                mutation: 0.into(),
+                removals_wake: Arc::new(tokio::sync::Notify::new()),
                 _lock: lock,
             }),
         };
+        tokio::spawn(super::claim::run_remover(
+            Arc::downgrade(&spool.inner),
+            spool.inner.removals_wake.clone(),
+        ));
         Ok((spool, report))
     }
 }
 
-async fn create_dirs(disk: &dyn Disk, dir: &Path) -> Result<Dirs, OpenError> {
-    let dirs = Dirs {
-        entries: dir.join(ENTRIES_DIR),
-        quarantine: dir.join(QUARANTINE_DIR),
-        dead_letter: dir.join(DEAD_LETTER_DIR),
-    };
+/// Creates the three directories (the disk makes every directory it creates
+/// durable), then syncs `dir` so that they are durable in it even if it existed.
+async fn create_dirs(disk: &dyn Disk, dir: &Path, dirs: &Dirs) -> Result<(), OpenError> {
     for sub in [&dirs.entries, &dirs.quarantine, &dirs.dead_letter] {
         disk.create_dir_all(sub)
             .await
@@ -144,8 +158,7 @@ async fn create_dirs(disk: &dyn Disk, dir: &Path) -> Result<Dirs, OpenError> {
     }
     disk.sync_dir(dir)
         .await
-        .map_err(io_err("sync directory", dir))?;
-    Ok(dirs)
+        .map_err(io_err("sync directory", dir))
 }
 
 async fn take_lock(disk: &dyn Disk, dir: &Path) -> Result<DiskLock, OpenError> {
@@ -162,35 +175,15 @@ async fn take_lock(disk: &dyn Disk, dir: &Path) -> Result<DiskLock, OpenError> {
     })
 }
 
-/// Lists the three directories (`entries/` sorted by name, sorted by kind).
-async fn list(disk: &dyn Disk, dirs: &Dirs) -> Result<(EntryNames, Listing), OpenError> {
-    let quarantine = disk
-        .list(&dirs.quarantine)
-        .await
-        .map_err(io_err("list", &dirs.quarantine))?;
-    let dead_letter = disk
-        .list(&dirs.dead_letter)
-        .await
-        .map_err(io_err("list", &dirs.dead_letter))?;
-    let mut entries = disk
-        .list(&dirs.entries)
-        .await
-        .map_err(io_err("list", &dirs.entries))?;
-    entries.sort();
-    let listing = Listing {
-        quarantine,
-        dead_letter,
-    };
-    Ok((sort_entry_names(entries), listing))
-}
-
 /// The names in `entries/`, by what they are.
 #[derive(Default)]
 struct EntryNames {
     /// Puts interrupted by a crash: deleted.
     temps: Vec<String>,
-    /// Entry files: verified.
-    entries: Vec<String>,
+    /// Entry files named with their creation time and size: indexed from the name.
+    listed: Vec<(String, layout::Listed)>,
+    /// Entry files named as before 2026-12: their header is read.
+    legacy: Vec<String>,
     /// Anything else: quarantined.
     strays: Vec<String>,
 }
@@ -200,92 +193,141 @@ fn sort_entry_names(names: Vec<String>) -> EntryNames {
     for name in names {
         if name.ends_with(TEMP_SUFFIX) {
             sorted.temps.push(name);
-        } else if layout::parse_seq(&name).is_some() {
-            sorted.entries.push(name);
-        } else {
-            sorted.strays.push(name);
+            continue;
+        }
+        match layout::parse_entry_name(&name) {
+            Some(layout::EntryName {
+                listed: Some(listed),
+                ..
+            }) => sorted.listed.push((name, listed)),
+            Some(_) => sorted.legacy.push(name),
+            None => sorted.strays.push(name),
         }
     }
     sorted
 }
 
-async fn remove_temp_files(
-    disk: &dyn Disk,
+/// Lists the directories, deletes temp files, indexes the entries and quarantines
+/// what is not an entry.
+pub(super) async fn scan(
+    disk: &Arc<dyn Disk>,
     dirs: &Dirs,
-    temps: &[String],
-) -> Result<u64, OpenError> {
-    for name in temps {
+    metrics: &Metrics,
+) -> Result<Scan, OpenError> {
+    let mut quarantine = disk
+        .list(&dirs.quarantine)
+        .await
+        .map_err(io_err("list", &dirs.quarantine))?;
+    let dead_letter = disk
+        .list(&dirs.dead_letter)
+        .await
+        .map_err(io_err("list", &dirs.dead_letter))?;
+    let entries = disk
+        .list(&dirs.entries)
+        .await
+        .map_err(io_err("list", &dirs.entries))?;
+    let names = sort_entry_names(entries);
+    let mut report = OpenReport::default();
+    for name in &names.temps {
         let path = dirs.entries.join(name);
         disk.remove(&path).await.map_err(io_err("remove", &path))?;
+        report.temp_files_removed += 1;
     }
-    Ok(temps.len() as u64)
+    let mut index = BTreeMap::new();
+    let mut bytes = 0;
+    for (name, listed) in names.listed {
+        let seq = layout::parse_seq(&name).expect("sorted as an entry name");
+        bytes += listed.file_bytes;
+        index.insert(seq, meta(listed, false));
+    }
+    let mut to_quarantine: Vec<(String, String)> = names
+        .strays
+        .into_iter()
+        .map(|name| (name, "not a spool entry file name".to_string()))
+        .collect();
+    for (name, header) in read_legacy(disk, &dirs.entries, names.legacy).await? {
+        match header {
+            Ok(listed) => {
+                let seq = layout::parse_seq(&name).expect("sorted as an entry name");
+                bytes += listed.file_bytes;
+                index.insert(seq, meta(listed, true));
+            }
+            Err(reason) => to_quarantine.push((name, reason)),
+        }
+    }
+    quarantine_all(&**disk, dirs, &mut quarantine, &to_quarantine, metrics).await?;
+    report.quarantined = to_quarantine;
+    Ok(Scan {
+        index,
+        bytes,
+        quarantine,
+        dead_letter,
+        report,
+    })
 }
 
-/// Reads and verifies every entry file. A failed read or check is tried once more
-/// before the entry is set aside: some devices return transient errors.
-async fn read_entries(
+fn meta(listed: layout::Listed, legacy_name: bool) -> Meta {
+    Meta {
+        file_bytes: listed.file_bytes,
+        created_unix_ms: listed.created_unix_ms,
+        claimed: false,
+        legacy_name,
+        read_failures: 0,
+    }
+}
+
+/// Reads and verifies entries named as before 2026-12, whose names do not carry
+/// what the index needs. A failed read or check is tried once more before the entry
+/// is set aside; a permission error refuses the open instead (a deploy with the
+/// wrong owner must not quarantine the backlog).
+async fn read_legacy(
     disk: &Arc<dyn Disk>,
     entries_dir: &Path,
-    entry_names: Vec<String>,
-    strays: Vec<String>,
-) -> Found {
-    let mut found = Found {
-        to_quarantine: strays
-            .into_iter()
-            .map(|name| (name, "not a spool entry file name".to_string()))
-            .collect(),
-        ..Found::default()
-    };
-    let mut reads = futures::stream::iter(entry_names.into_iter().map(|name| {
+    names: Vec<String>,
+) -> Result<Vec<(String, Result<layout::Listed, String>)>, OpenError> {
+    let mut reads = futures::stream::iter(names.into_iter().map(|name| {
         let disk = disk.clone();
         let path = entries_dir.join(&name);
         async move {
-            let mut verdict = Err(String::new());
+            let mut verdict: io::Result<Result<layout::Listed, String>> = Ok(Err(String::new()));
             for _ in 0..2 {
                 verdict = match disk.read(&path).await {
-                    Ok(data) => layout::verify(&name, Bytes::from(data))
-                        .map(|(header, _)| header)
-                        .map_err(|e| e.to_string()),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => return (name, None),
-                    Err(e) => Err(format!("read failed: {e}")),
+                    Ok(data) => Ok(layout::verify(&name, Bytes::from(data))
+                        .map(|(h, _)| layout::Listed {
+                            created_unix_ms: h.created_unix_ms,
+                            file_bytes: h.file_bytes(),
+                        })
+                        .map_err(|e| e.to_string())),
+                    Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(e),
+                    Err(e) => Ok(Err(format!("read failed: {e}"))),
                 };
-                if verdict.is_ok() {
+                if matches!(verdict, Ok(Ok(_)) | Err(_)) {
                     break;
                 }
             }
-            (name, Some(verdict))
+            (name, path, verdict)
         }
     }))
     .buffered(OPEN_READ_CONCURRENCY);
-    while let Some((name, verdict)) = reads.next().await {
-        match verdict {
-            None => {}
-            Some(Ok(header)) => {
-                found.bytes += header.file_bytes();
-                found.index.insert(
-                    header.seq,
-                    Meta {
-                        file_bytes: header.file_bytes(),
-                        created_unix_ms: header.created_unix_ms,
-                        claimed: false,
-                    },
-                );
-            }
-            Some(Err(reason)) => found.to_quarantine.push((name, reason)),
-        }
+    let mut found = Vec::new();
+    while let Some((name, path, verdict)) = reads.next().await {
+        found.push((name, verdict.map_err(io_err("read", &path))?));
     }
-    found
+    Ok(found)
 }
 
 async fn quarantine_all(
     disk: &dyn Disk,
     dirs: &Dirs,
-    listing: &mut Listing,
+    quarantine: &mut Vec<String>,
     to_quarantine: &[(String, String)],
     metrics: &Metrics,
 ) -> Result<(), OpenError> {
+    if to_quarantine.is_empty() {
+        return Ok(());
+    }
     for (name, reason) in to_quarantine {
-        let target = layout::unique_name(&listing.quarantine, name);
+        let target = layout::unique_name(quarantine, name);
         let from = dirs.entries.join(name);
         move_with_note(
             disk,
@@ -298,31 +340,13 @@ async fn quarantine_all(
         .await
         .map_err(io_err("quarantine", &from))?;
         tracing::warn!(file = %name, %reason, "quarantined spool entry");
-        listing.quarantine.push(target);
+        quarantine.push(target);
         metrics.quarantined.inc();
     }
+    for dir in [&dirs.quarantine, &dirs.entries] {
+        disk.sync_dir(dir)
+            .await
+            .map_err(io_err("sync directory", dir))?;
+    }
     Ok(())
-}
-
-/// Sequence numbers continue after every one still on disk, dead letters and
-/// quarantined entries included, so a number is never reused while its file exists
-/// anywhere in the directory.
-fn next_seq(index: &BTreeMap<u64, Meta>, listing: &Listing) -> u64 {
-    index
-        .keys()
-        .copied()
-        .chain(
-            listing
-                .dead_letter
-                .iter()
-                .filter_map(|n| layout::parse_seq(n)),
-        )
-        .chain(
-            listing
-                .quarantine
-                .iter()
-                .filter_map(|n| layout::parse_seq(n)),
-        )
-        .max()
-        .map_or(1, |max| max + 1)
 }

@@ -3,8 +3,14 @@
 //! disagreeing) encode, create and sync the temp file, rename it into place, and wait
 //! for a directory sync that started after the rename. Only then is the entry indexed
 //! and the put acknowledged.
+//!
+//! What a failure costs: out of space anywhere is a full spool; an error on the temp
+//! file or the rename fails this put only (its files are removed, best effort); an
+//! error from the directory sync fails this put and every put until the spool has
+//! reopened itself.
 
 use bytes::Bytes;
+use object_store::Attributes;
 
 use super::layout::{entry_file_name, temp_file_name};
 use super::{Meta, Spool, is_out_of_space};
@@ -19,6 +25,8 @@ pub struct Receipt {
     pub seq: u64,
     /// Size of the entry file, as counted against `max_bytes`.
     pub file_bytes: u64,
+    /// When the entry was written, in ms since the Unix epoch.
+    pub created_unix_ms: u64,
 }
 
 /// Capacity held by a put in progress; given back if the put does not complete.
@@ -35,24 +43,51 @@ impl Drop for Reservation {
             let mut state = self.spool.state();
             state.reserved_files -= 1;
             state.reserved_bytes -= self.file_bytes;
+            drop(state);
+            self.spool.inner.changed.notify_waiters();
         }
     }
 }
 
+/// What a put writes.
+struct NewEntry {
+    name: String,
+    attributes: Vec<u8>,
+    payload: Bytes,
+}
+
 impl Spool {
-    /// Stores `payload` under the object name `name` and returns once it is durable.
-    ///
-    /// Refuses, without storing anything, a name Cloud Storage would reject, an entry
-    /// larger than `max_bytes`, and any entry while the spool is full or broken. The
-    /// write runs to completion even if the returned future is dropped, so the index
-    /// never disagrees with the directory.
+    /// Stores `payload` under the object name `name`, without attributes, and returns
+    /// once it is durable. See [`Spool::put_with`].
     pub async fn put(&self, name: &str, payload: Bytes) -> Result<Receipt, PutError> {
+        self.put_with(name, &Attributes::new(), payload).await
+    }
+
+    /// Stores `payload` under the object name `name` with `attributes` (sent with
+    /// the drain write) and returns once it is durable.
+    ///
+    /// Refuses, without storing anything, a name Cloud Storage would reject,
+    /// attributes the entry format cannot hold, an entry larger than `max_bytes`, and
+    /// any entry while the spool is full or stopped. The write runs to completion even
+    /// if the returned future is dropped, so the index never disagrees with the
+    /// directory.
+    pub async fn put_with(
+        &self,
+        name: &str,
+        attributes: &Attributes,
+        payload: Bytes,
+    ) -> Result<Receipt, PutError> {
         name::check(name)?;
-        let file_bytes = entry::file_bytes(name.len(), payload.len() as u64);
+        let attributes = entry::encode_attributes(attributes)?;
+        let file_bytes = entry::file_bytes(name.len(), attributes.len(), payload.len() as u64);
         let reservation = self.reserve(file_bytes)?;
         let spool = self.clone();
-        let name = name.to_owned();
-        tokio::spawn(async move { spool.write_entry(reservation, name, payload).await })
+        let new = NewEntry {
+            name: name.to_owned(),
+            attributes,
+            payload,
+        };
+        tokio::spawn(async move { spool.write_entry(reservation, new).await })
             .await
             .unwrap_or_else(|e| {
                 Err(PutError::Broken {
@@ -102,49 +137,61 @@ impl Spool {
     async fn write_entry(
         &self,
         mut reservation: Reservation,
-        name: String,
-        payload: Bytes,
+        new: NewEntry,
     ) -> Result<Receipt, PutError> {
         let inner = &*self.inner;
         let seq = reservation.seq;
         let created_unix_ms = inner.clock.now_unix_ms();
-        let data = entry::encode(seq, created_unix_ms, &name, &payload);
-        let tmp = inner.entries_dir.join(temp_file_name(seq));
-        let path = inner.entries_dir.join(entry_file_name(seq));
+        let data = entry::encode(
+            seq,
+            created_unix_ms,
+            &new.name,
+            &new.attributes,
+            &new.payload,
+        );
+        debug_assert_eq!(data.len() as u64, reservation.file_bytes);
+        let dir = &inner.entries.path;
+        let tmp = dir.join(temp_file_name(seq));
+        let path = dir.join(entry_file_name(
+            seq,
+            created_unix_ms,
+            reservation.file_bytes,
+        ));
 
-        if let Err(e) = inner.disk.create_synced(&tmp, data).await {
-            // Best effort: open deletes leftovers anyway.
-            let _ = inner.disk.remove(&tmp).await;
-            return Err(if is_out_of_space(&e) {
-                PutError::Full(FullReason::Disk)
-            } else {
-                self.break_spool(format!("writing {}: {e}", tmp.display()))
-            });
+        if let Err(e) = inner.disk.write_and_rename(&tmp, &path, data).await {
+            // Which step failed is unknown here: remove both names. An entry file
+            // that cannot be removed is a complete entry (written, synced, renamed):
+            // it is indexed, not acknowledged, so that it drains and the gauges
+            // count it. A temp file left behind is deleted at the next open.
+            let removed = inner.disk.remove_all(&[tmp.clone(), path]).await;
+            let entry_left = match removed {
+                Ok(results) => results.get(1).is_some_and(|r| {
+                    r.as_ref()
+                        .is_err_and(|e| e.kind() != std::io::ErrorKind::NotFound)
+                }),
+                Err(_) => true,
+            };
+            if entry_left {
+                self.index_new(&mut reservation, created_unix_ms);
+                inner.changed.notify_waiters();
+            }
+            return Err(put_failed(&tmp, e));
         }
-        if let Err(e) = inner.disk.rename(&tmp, &path).await {
-            return Err(self.break_spool(format!("renaming {}: {e}", tmp.display())));
-        }
-        let ticket = inner.dir_sync.ticket();
-        #[cfg(feature = "mutations")]
-        let skip_sync = self.mutation_is(super::Mutation::AckBeforeDirSync);
-        #[cfg(not(feature = "mutations"))]
-        let skip_sync = false;
-        if !skip_sync
-            && let Err(e) = inner
-                .dir_sync
-                .wait_durable(&*inner.disk, &inner.entries_dir, ticket)
-                .await
-        {
-            return Err(self.break_spool(format!(
-                "syncing directory {}: {e}",
-                inner.entries_dir.display()
-            )));
+        let ticket = inner.entries.sync.ticket();
+        if self.sync_dir_upto(&inner.entries, ticket).await.is_err() {
+            let reason = self
+                .state()
+                .broken
+                .clone()
+                .unwrap_or_else(|| "broken".into());
+            return Err(PutError::Broken { reason });
         }
         self.index_new(&mut reservation, created_unix_ms);
         inner.changed.notify_waiters();
         Ok(Receipt {
             seq,
             file_bytes: reservation.file_bytes,
+            created_unix_ms,
         })
     }
 
@@ -160,6 +207,8 @@ impl Spool {
                 file_bytes: reservation.file_bytes,
                 created_unix_ms,
                 claimed: false,
+                legacy_name: false,
+                read_failures: 0,
             },
         );
         debug_assert!(
@@ -170,17 +219,17 @@ impl Spool {
         state.bytes += reservation.file_bytes;
         state.check(&self.inner.config);
     }
+}
 
-    /// Marks the spool broken (first reason wins) and returns the error for the caller.
-    pub(super) fn break_spool(&self, reason: String) -> PutError {
-        let mut state = self.state();
-        let reason = state
-            .broken
-            .get_or_insert_with(|| {
-                tracing::error!(%reason, "spool stopped accepting writes");
-                reason.into()
-            })
-            .clone();
-        PutError::Broken { reason }
+/// The error for a put whose own file failed: full when out of space, otherwise an
+/// I/O error of this put alone.
+fn put_failed(path: &std::path::Path, e: std::io::Error) -> PutError {
+    if is_out_of_space(&e) {
+        PutError::Full(FullReason::Disk)
+    } else {
+        PutError::Io {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }
     }
 }

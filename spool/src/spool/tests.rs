@@ -5,9 +5,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::layout::{
-    DEAD_LETTER_DIR, ENTRIES_DIR, QUARANTINE_DIR, entry_file_name, temp_file_name,
-};
+use super::layout::{self, DEAD_LETTER_DIR, ENTRIES_DIR, QUARANTINE_DIR, temp_file_name};
 use super::*;
 use crate::entry;
 use crate::error::{FullReason, PutError};
@@ -76,7 +74,7 @@ async fn entries_survive_a_reopen_with_their_names_bytes_and_ages() {
     assert_eq!((after.files, after.bytes), (before.files, before.bytes));
     assert_eq!(
         after.bytes,
-        entry::file_bytes(3, 3) + entry::file_bytes(3, 4)
+        entry::file_bytes(3, 0, 3) + entry::file_bytes(3, 0, 4)
     );
     // The oldest entry was written 300 s ago by the clock, across the restart.
     assert_eq!(after.oldest_age, Duration::from_secs(300));
@@ -87,20 +85,41 @@ async fn entries_survive_a_reopen_with_their_names_bytes_and_ages() {
 }
 
 #[tokio::test]
-async fn a_crash_between_write_and_rename_leaves_no_entry() {
+async fn a_failed_rename_fails_that_put_only() {
     let fx = Fixture::new();
     let spool = fx.spool().await;
     fx.disk.fail_next(Op::Rename, io::ErrorKind::Other);
     let err = spool.put("lost", payload(10)).await.unwrap_err();
-    assert!(matches!(err, PutError::Broken { .. }), "{err}");
-    // The synced temp file is still there, as after a crash at that point.
-    assert_eq!(fx.entries(), [temp_file_name(1)]);
-    drop(spool);
+    assert!(matches!(err, PutError::Io { .. }), "{err}");
+    assert!(err.is_transient());
+    assert!(fx.entries().is_empty(), "{:?}", fx.entries());
+    assert_eq!(spool.stats().broken, None);
+    spool.put("next", payload(10)).await.unwrap();
+    assert_eq!(spool.stats().files, 1);
+}
 
+#[tokio::test]
+async fn a_crash_between_write_and_rename_leaves_a_temp_file_that_open_deletes() {
+    let fx = Fixture::new();
+    drop(fx.spool().await);
+    let tmp = fx.dir.path().join(ENTRIES_DIR).join(temp_file_name(1));
+    std::fs::write(&tmp, b"half an entry").unwrap();
     let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
     assert_eq!(report.temp_files_removed, 1);
     assert_eq!(spool.stats().files, 0);
     assert!(fx.entries().is_empty(), "{:?}", fx.entries());
+}
+
+#[tokio::test]
+async fn a_failed_temp_file_write_fails_that_put_only() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    fx.disk.fail_next(Op::Create, io::ErrorKind::Other);
+    let err = spool.put("lost", payload(10)).await.unwrap_err();
+    assert!(matches!(err, PutError::Io { .. }), "{err}");
+    assert!(fx.entries().is_empty(), "{:?}", fx.entries());
+    spool.put("next", payload(10)).await.unwrap();
+    assert_eq!(spool.stats().broken, None);
 }
 
 /// Starts `n` puts of `size`-byte payloads at once; returns their results.
@@ -138,7 +157,7 @@ async fn concurrent_puts_never_exceed_max_files() {
 #[tokio::test]
 async fn concurrent_puts_never_exceed_max_bytes() {
     let fx = Fixture::new();
-    let one = entry::file_bytes(3, 1000);
+    let one = entry::file_bytes(3, 0, 1000);
     let config = SpoolConfig {
         max_bytes: one * 5 + one / 2,
         ..SpoolConfig::default()
@@ -187,35 +206,33 @@ async fn names_cloud_storage_would_refuse_are_refused_before_any_write() {
 }
 
 #[tokio::test]
-async fn a_corrupt_entry_is_quarantined_at_open_with_its_reason() {
+async fn a_corrupt_entry_is_indexed_at_open_and_quarantined_when_read_never_handed_out() {
     let fx = Fixture::new();
     let spool = fx.spool().await;
+    spool.put("bad", payload(10)).await.unwrap();
     spool.put("good", payload(10)).await.unwrap();
-    let bad = spool.put("bad", payload(10)).await.unwrap();
     drop(spool);
-    let path = fx
-        .dir
-        .path()
-        .join(ENTRIES_DIR)
-        .join(entry_file_name(bad.seq));
+    let file = fx.entries()[0].clone();
+    let path = fx.dir.path().join(ENTRIES_DIR).join(&file);
     let mut bytes = std::fs::read(&path).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
     std::fs::write(&path, bytes).unwrap();
     std::fs::write(fx.dir.path().join(ENTRIES_DIR).join("stray.txt"), b"?").unwrap();
 
+    // Open lists and does not read payloads: the stray is set aside, the corrupt
+    // entry is indexed from its name.
     let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
-    assert_eq!(report.entries, 1);
-    let reasons: Vec<&str> = report.quarantined.iter().map(|(_, r)| r.as_str()).collect();
-    assert_eq!(report.quarantined.len(), 2, "{reasons:?}");
-    assert!(
-        reasons.iter().any(|r| r.contains("payload checksum")),
-        "{reasons:?}"
-    );
-    assert!(
-        reasons.iter().any(|r| r.contains("not a spool entry")),
-        "{reasons:?}"
-    );
+    assert_eq!(report.entries, 2);
+    assert_eq!(report.quarantined.len(), 1, "{:?}", report.quarantined);
+    assert!(report.quarantined[0].1.contains("not a spool entry"));
+
+    // The read that would upload it fails verification instead.
+    let claim = spool.claim_oldest().unwrap();
+    let err = spool.read(&claim).await.unwrap_err();
+    assert!(err.is_final(), "{err}");
+    assert!(err.to_string().contains("payload checksum"), "{err}");
+    spool.quarantine(claim, &err.to_string()).await.unwrap();
     let stats = spool.stats();
     assert_eq!((stats.files, stats.quarantined_files), (1, 2));
     assert_eq!(spool.metrics().quarantined_total(), 2);
@@ -223,40 +240,68 @@ async fn a_corrupt_entry_is_quarantined_at_open_with_its_reason() {
         fx.dir
             .path()
             .join(QUARANTINE_DIR)
-            .join(format!("{}.reason", entry_file_name(bad.seq))),
+            .join(format!("{file}.reason")),
     )
     .unwrap();
     assert!(reason.contains("checksum"), "{reason}");
     // New entries never reuse the quarantined entry's sequence number.
-    assert!(spool.put("next", payload(1)).await.unwrap().seq > bad.seq);
+    assert_eq!(spool.put("next", payload(1)).await.unwrap().seq, 3);
 }
 
 #[tokio::test]
-async fn a_corrupt_entry_is_quarantined_even_when_its_note_cannot_be_written() {
+async fn a_stray_file_is_quarantined_even_when_its_note_cannot_be_written() {
     let fx = Fixture::new();
-    let spool = fx.spool().await;
-    let bad = spool.put("bad", payload(10)).await.unwrap();
-    drop(spool);
-    let path = fx
-        .dir
-        .path()
-        .join(ENTRIES_DIR)
-        .join(entry_file_name(bad.seq));
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes[0] ^= 1;
-    std::fs::write(&path, bytes).unwrap();
+    drop(fx.spool().await);
+    std::fs::write(fx.dir.path().join(ENTRIES_DIR).join("stray"), b"?").unwrap();
     // The disk is full: the note cannot be written, the move still happens.
     fx.disk.fail_next(Op::Create, io::ErrorKind::StorageFull);
     let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
     assert_eq!(report.quarantined.len(), 1);
-    assert_eq!(spool.stats().files, 0);
-    assert!(
-        fx.dir
-            .path()
-            .join(QUARANTINE_DIR)
-            .join(entry_file_name(bad.seq))
-            .exists()
+    assert_eq!(spool.stats().quarantined_files, 1);
+    assert!(fx.dir.path().join(QUARANTINE_DIR).join("stray").exists());
+}
+
+#[tokio::test]
+async fn a_spool_written_before_the_format_change_opens_and_reads() {
+    let fx = Fixture::new();
+    copy_dir(
+        std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/v1-spool"
+        )),
+        fx.dir.path(),
     );
+    let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
+    assert_eq!(report.entries, 2, "{report:?}");
+    assert!(report.quarantined.is_empty(), "{report:?}");
+    let stats = spool.stats();
+    assert_eq!(stats.dead_letter_files, 1);
+    let claim = spool.claim_oldest().unwrap();
+    let (header, bytes) = spool.read(&claim).await.unwrap();
+    assert_eq!(header.name, "logs/2026-10-08/a.json");
+    assert_eq!(&bytes[..], b"{\"outage\":true}");
+    spool.remove(claim).await.unwrap();
+    let claim = spool.claim_oldest().unwrap();
+    let (header, bytes) = spool.read(&claim).await.unwrap();
+    assert_eq!(
+        (header.name.as_str(), bytes.len()),
+        ("ünï/cødé ☃ 100%.txt", 5000)
+    );
+    // Numbers continue after the dead letter and the entries.
+    assert_eq!(spool.put("new", payload(1)).await.unwrap().seq, 4);
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
 
 #[tokio::test]
@@ -284,20 +329,32 @@ async fn a_full_disk_is_backpressure_not_a_broken_spool() {
     assert_eq!(spool.stats().broken, None);
 }
 
-#[tokio::test]
-async fn a_failed_directory_sync_stops_the_spool_until_it_is_reopened() {
+#[tokio::test(start_paused = true)]
+async fn a_failed_directory_sync_stops_puts_until_the_spool_has_reopened_itself() {
     let fx = Fixture::new();
     let spool = fx.spool().await;
+    spool.put("before", payload(10)).await.unwrap();
     fx.disk.fail_next(Op::SyncDir, io::ErrorKind::Other);
     let err = spool.put("a", payload(10)).await.unwrap_err();
     assert!(matches!(err, PutError::Broken { .. }), "{err}");
-    // The disk is healthy again, but an fsync is never retried.
+    assert!(err.is_transient(), "{err}");
+    // The disk is healthy again, but an fsync is never retried: puts are refused
+    // and nothing is handed to the drainer until the spool has reopened.
     let again = spool.put("b", payload(10)).await.unwrap_err();
     assert!(again.to_string().contains("syncing directory"), "{again}");
     assert!(spool.stats().broken.is_some());
-    drop(spool);
-    let spool = fx.spool().await;
+    assert!(spool.claim_oldest().is_none());
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let stats = spool.stats();
+    assert_eq!(stats.broken, None);
+    assert_eq!(spool.metrics().recoveries_total(), 1);
+    // Reopened from the directory: the put whose sync failed was renamed into
+    // place and is indexed (its caller was told it failed; delivering it is safe).
+    assert_eq!(stats.files, 2);
+    assert_eq!(fx.entries().len(), 2);
     spool.put("b", payload(10)).await.unwrap();
+    assert_eq!(spool.stats().files, 3);
 }
 
 #[tokio::test]
@@ -349,7 +406,12 @@ async fn claims_are_oldest_first_disjoint_and_returned_when_dropped() {
     spool.remove(second).await.unwrap();
     let stats = spool.stats();
     assert_eq!((stats.files, stats.claimed), (2, 0));
-    assert_eq!(fx.entries(), [entry_file_name(1), entry_file_name(3)]);
+    let seqs: Vec<u64> = fx
+        .entries()
+        .iter()
+        .filter_map(|f| layout::parse_seq(f))
+        .collect();
+    assert_eq!(seqs, [1, 3]);
 }
 
 #[tokio::test]
@@ -386,12 +448,15 @@ async fn dead_letters_keep_the_bytes_and_the_error_and_survive_reopen() {
     assert_eq!(spool.stats().files, 0);
     assert_eq!(spool.metrics().dead_lettered_total(), 1);
     let dl = fx.dir.path().join(DEAD_LETTER_DIR);
-    let (header, bytes) = entry::decode(Bytes::from(
-        std::fs::read(dl.join(entry_file_name(1))).unwrap(),
-    ))
-    .unwrap();
+    let file = std::fs::read_dir(&dl)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|f| layout::parse_seq(f) == Some(1))
+        .unwrap();
+    let (header, bytes) =
+        entry::decode(Bytes::from(std::fs::read(dl.join(&file)).unwrap())).unwrap();
     assert_eq!((header.name.as_str(), bytes.len()), ("poison", 5));
-    let error = std::fs::read_to_string(dl.join(format!("{}.error", entry_file_name(1))));
+    let error = std::fs::read_to_string(dl.join(format!("{file}.error")));
     assert!(error.unwrap().contains("403"));
     drop(spool);
 

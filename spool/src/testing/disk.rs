@@ -121,9 +121,16 @@ pub struct MemDisk {
     files: Mutex<std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>>,
     dirs: Mutex<std::collections::BTreeSet<std::path::PathBuf>>,
     locks: Arc<Mutex<std::collections::BTreeSet<std::path::PathBuf>>>,
+    /// Files whose every read fails with EIO (a bad sector).
+    unreadable: Mutex<std::collections::BTreeSet<std::path::PathBuf>>,
 }
 
 impl MemDisk {
+    /// Makes every read of `path` fail with EIO from now on.
+    pub fn make_unreadable(&self, path: &Path) {
+        self.unreadable.lock().unwrap().insert(path.to_path_buf());
+    }
+
     /// Overwrites a file's contents in place (to simulate corruption).
     pub fn corrupt(&self, path: &Path, f: impl FnOnce(&mut Vec<u8>)) {
         f(self
@@ -201,6 +208,11 @@ impl Disk for MemDisk {
         Box::pin(std::future::ready(result))
     }
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>> {
+        if self.unreadable.lock().unwrap().contains(path) {
+            return Box::pin(std::future::ready(Err(std::io::Error::other(
+                "Input/output error (bad sector)",
+            ))));
+        }
         let result = self
             .files
             .lock()

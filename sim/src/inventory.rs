@@ -1,0 +1,108 @@
+//! The final inventory: what each host's disk still holds once the run is over,
+//! taken the hard way. Every host loses power first (the crash model decides what
+//! of its last moments survives), then its spool is opened again on that disk (as a
+//! restart would, through the same `Disk`, outside the simulation and with the
+//! disk's faults off), and every file in `entries/`, `dead-letter/` and
+//! `quarantine/` is read straight from the disk and decoded in full. The checker
+//! compares each entry's name, length and crc32c with the ledger: nothing the system
+//! says about itself is taken on trust.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use spool::layout::{DEAD_LETTER_DIR, ENTRIES_DIR, ERROR_SUFFIX, QUARANTINE_DIR, REASON_SUFFIX};
+use spool::{Metrics, Spool, SpoolConfig, Stats};
+
+use crate::app::SPOOL_DIR;
+use crate::simdisk::SimDisk;
+
+/// One entry file, decoded in full.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The object name in its header.
+    pub name: String,
+    /// Payload length.
+    pub size: u64,
+    /// crc32c of the payload, as read (not as the header says).
+    pub crc32c: u32,
+}
+
+/// What a host's spool held when the run ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Inventory {
+    /// Entries still pending in `entries/`.
+    pub pending: Vec<Entry>,
+    /// Entries in `dead-letter/`.
+    pub dead_letter: Vec<Entry>,
+    /// Entries in `quarantine/` that still decode.
+    pub quarantine: Vec<Entry>,
+    /// Files that do not decode (where and why): a torn or damaged entry.
+    pub unreadable: Vec<String>,
+    /// The reopened spool's stats.
+    pub stats: Stats,
+    /// The reopen failed: why (the files were still read).
+    pub open_error: Option<String>,
+}
+
+/// Cuts the power of `disk`, reopens the spool on it and reads everything there.
+/// Runs on its own runtime, outside turmoil.
+pub fn take(disk: &SimDisk, config: &SpoolConfig, now_unix_ms: u64) -> Inventory {
+    disk.power_loss();
+    disk.stop_faults();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    runtime.block_on(read_all(disk, config, now_unix_ms))
+}
+
+struct FixedClock(u64);
+
+impl spool::Clock for FixedClock {
+    fn now_unix_ms(&self) -> u64 {
+        self.0
+    }
+}
+
+async fn read_all(disk: &SimDisk, config: &SpoolConfig, now_unix_ms: u64) -> Inventory {
+    let root = Path::new(SPOOL_DIR);
+    let mut inventory = Inventory::default();
+    let opened = Spool::open_with(
+        root,
+        config.clone(),
+        Arc::new(disk.clone()),
+        Arc::new(FixedClock(now_unix_ms)),
+        Metrics::default(),
+    )
+    .await;
+    match opened {
+        Ok((spool, _)) => {
+            inventory.stats = spool.stats();
+            drop(spool);
+        }
+        Err(e) => inventory.open_error = Some(e.to_string()),
+    }
+    for (sub, into) in [
+        (ENTRIES_DIR, &mut inventory.pending),
+        (DEAD_LETTER_DIR, &mut inventory.dead_letter),
+        (QUARANTINE_DIR, &mut inventory.quarantine),
+    ] {
+        let dir = root.join(sub);
+        let mut files = disk.files(&dir);
+        files.retain(|f| !f.ends_with(REASON_SUFFIX) && !f.ends_with(ERROR_SUFFIX));
+        for file in files {
+            let read = disk.contents(&dir.join(&file));
+            match read.map(spool::entry::decode) {
+                Ok(Ok((header, payload))) => into.push(Entry {
+                    name: header.name,
+                    size: payload.len() as u64,
+                    crc32c: crc32c::crc32c(&payload),
+                }),
+                Ok(Err(e)) => inventory.unreadable.push(format!("{sub}/{file}: {e}")),
+                Err(e) => inventory.unreadable.push(format!("{sub}/{file}: {e}")),
+            }
+        }
+    }
+    inventory
+}

@@ -1,0 +1,168 @@
+//! The mutant catalogue: deliberate, plausible bugs planted at the spool's seams (a
+//! disk that lies, an object-store client that lies), each of which must make at
+//! least one shipped scenario fail. `tests/mutants.rs` runs them all, prints the
+//! kill table, and fails if any survives: a bench that cannot catch these cannot be
+//! trusted to catch the real thing.
+//!
+//! Nothing here is compiled into the spool: the bugs enter through `spool::Disk`
+//! (the simulated disk's [`DiskMutant`]) and `object_store::ObjectStore` (the
+//! [`LyingStore`] wrapper around the production GCS client).
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use object_store::path::Path;
+use object_store::{
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+};
+
+pub use crate::simdisk::DiskMutant;
+
+/// A lie the object-store client tells the spool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StoreMutant {
+    /// A write is reported stored without being sent (a client that drops a
+    /// request it believes it already sent).
+    LosesWrites,
+    /// "Already exists" is reported as success: the bytes there are never compared,
+    /// so another writer's object passes for ours.
+    ConflictAsSuccess,
+}
+
+/// One planted bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mutant {
+    /// At the disk seam.
+    Disk(DiskMutant),
+    /// At the object-store seam.
+    Store(StoreMutant),
+}
+
+impl Mutant {
+    /// Every mutant in the catalogue.
+    pub const ALL: [Mutant; 8] = [
+        Mutant::Disk(DiskMutant::DataNotSynced),
+        Mutant::Disk(DiskMutant::ShortWriteIgnored),
+        Mutant::Disk(DiskMutant::RenameNotAwaited),
+        Mutant::Disk(DiskMutant::DirSyncSkipped),
+        Mutant::Disk(DiskMutant::DirSyncErrorHidden),
+        Mutant::Disk(DiskMutant::ListingDropsEntries),
+        Mutant::Store(StoreMutant::LosesWrites),
+        Mutant::Store(StoreMutant::ConflictAsSuccess),
+    ];
+
+    /// A short name for tables and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::Disk(DiskMutant::DataNotSynced) => "no data fsync",
+            Mutant::Disk(DiskMutant::ShortWriteIgnored) => "short write ignored",
+            Mutant::Disk(DiskMutant::RenameNotAwaited) => "acknowledge before the rename",
+            Mutant::Disk(DiskMutant::DirSyncSkipped) => "acknowledge before the directory sync",
+            Mutant::Disk(DiskMutant::DirSyncErrorHidden) => "directory-sync error ignored",
+            Mutant::Disk(DiskMutant::ListingDropsEntries) => "a listing that drops entries",
+            Mutant::Store(StoreMutant::LosesWrites) => "remove before the upload landed",
+            Mutant::Store(StoreMutant::ConflictAsSuccess) => {
+                "a 412 treated as landed without comparing"
+            }
+        }
+    }
+}
+
+impl fmt::Display for Mutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An object store that tells the spool one [`StoreMutant`] lie; everything else
+/// passes through.
+#[derive(Debug)]
+pub struct LyingStore {
+    inner: Arc<dyn ObjectStore>,
+    lie: StoreMutant,
+}
+
+impl LyingStore {
+    /// `inner`, lying as `lie` says.
+    pub fn new(inner: Arc<dyn ObjectStore>, lie: StoreMutant) -> Arc<Self> {
+        Arc::new(Self { inner, lie })
+    }
+}
+
+impl fmt::Display for LyingStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LyingStore({:?}, {})", self.lie, self.inner)
+    }
+}
+
+fn fake_result() -> PutResult {
+    PutResult {
+        e_tag: Some("\"lie\"".into()),
+        version: None,
+        extensions: Default::default(),
+    }
+}
+
+#[async_trait]
+impl ObjectStore for LyingStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        match self.lie {
+            StoreMutant::LosesWrites => Ok(fake_result()),
+            StoreMutant::ConflictAsSuccess => {
+                match self.inner.put_opts(location, payload, opts).await {
+                    Err(object_store::Error::AlreadyExists { .. })
+                    | Err(object_store::Error::Precondition { .. }) => Ok(fake_result()),
+                    other => other,
+                }
+            }
+        }
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &Path,
+        options: GetOptions,
+    ) -> object_store::Result<GetResult> {
+        self.inner.get_opts(location, options).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, object_store::Result<Path>>,
+    ) -> BoxStream<'static, object_store::Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &Path,
+        to: &Path,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}

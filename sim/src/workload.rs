@@ -1,0 +1,255 @@
+//! What the producers write, derived from the scenario's seed and each write's
+//! `(host, seq)`, so that nothing but the ledger's 20 bytes a write is stored and the
+//! checker can recompute every expectation: the object's exact name, its attributes,
+//! and whether another writer took the name first (and with which bytes).
+//!
+//! Names come in two styles. `plain`: `h<host>/<seq>`. `hard`: the same prefix, then
+//! segments drawn from every character Cloud Storage allows that the client can
+//! express (printable ASCII with `% # ? * [ ] { } ^ | < > " ~` and backtick among
+//! them, spaces, non-ASCII letters, symbols and a 4-byte character), up to 1,024
+//! bytes in all. Poison writes start with `poison/`, which the fake refuses.
+
+use object_store::{Attribute, Attributes};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::app::derive_seed;
+
+/// Names of poison writes start with this; the fake refuses them with 403.
+pub const POISON_PREFIX: &str = "poison/";
+
+/// Seed purposes within the workload.
+mod purpose {
+    pub const NAME: u64 = 101;
+    pub const ATTRIBUTES: u64 = 102;
+    pub const CONFLICT: u64 = 103;
+}
+
+/// Characters hard names are drawn from (besides `/` between segments).
+const HARD_CHARS: &[&str] = &[
+    "a", "Z", "0", "9", " ", "%", "%2F", "%25", "#", "?", "*", "[", "]", "{", "}", "^", "|", "<",
+    ">", "\"", "~", "`", "\\", "+", "&", "=", ";", ":", "@", "$", ",", "'", "!", "(", ")", "-",
+    "_", ".", "é", "ü", "ß", "Ω", "☃", "中", "文", "𝄞", "\u{a0}",
+];
+
+/// How the producers name and describe their objects.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    /// Names from the hard alphabet, not `h<host>/<seq>` alone.
+    pub hard_names: bool,
+    /// Writes carry attributes (content type, encoding, cache control,
+    /// disposition, language, custom metadata).
+    pub attributes: bool,
+    /// Share of writes whose name another writer takes first.
+    pub conflicts: f64,
+    /// The scenario's seed.
+    pub seed: u64,
+}
+
+/// What the other writer put under a write's name before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflict {
+    /// The very bytes the producer is about to write (an earlier try that landed).
+    SameBytes,
+    /// Other bytes of the same size: only the MD5, or the bytes read back, tell.
+    SameSize,
+    /// Other bytes of another size.
+    OtherSize,
+}
+
+impl Shape {
+    fn rng(&self, purpose: u64, host: u32, seq: u64) -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(derive_seed(self.seed, &[purpose, host.into(), seq]))
+    }
+
+    /// The object name of write `(host, seq)`.
+    pub fn name(&self, host: u32, seq: u64, poison: bool) -> String {
+        let prefix = if poison { POISON_PREFIX } else { "" };
+        let mut name = format!("{prefix}h{host}/{seq:010}");
+        if self.hard_names {
+            let mut rng = self.rng(purpose::NAME, host, seq);
+            // Mostly short, sometimes up to the 1,024-byte limit.
+            let budget = if rng.random_bool(0.1) {
+                rng.random_range(200..=1024 - name.len() - 1)
+            } else {
+                rng.random_range(1..40)
+            };
+            name.push('/');
+            name.push_str(&hard_segment_path(&mut rng, budget));
+        }
+        debug_assert!(name.len() <= spool::name::MAX_NAME_BYTES);
+        name
+    }
+
+    /// The attributes of write `(host, seq)` (none unless the shape has them).
+    pub fn attributes(&self, host: u32, seq: u64) -> Attributes {
+        let mut attributes = Attributes::new();
+        if !self.attributes {
+            return attributes;
+        }
+        let mut rng = self.rng(purpose::ATTRIBUTES, host, seq);
+        const TYPES: [&str; 4] = [
+            "application/json",
+            "text/plain; charset=utf-8",
+            "image/png",
+            "application/x-ndjson",
+        ];
+        attributes.insert(
+            Attribute::ContentType,
+            TYPES[rng.random_range(0..TYPES.len())].into(),
+        );
+        if rng.random_bool(0.5) {
+            attributes.insert(Attribute::CacheControl, "private, max-age=60".into());
+        }
+        if rng.random_bool(0.3) {
+            attributes.insert(
+                Attribute::ContentDisposition,
+                format!("attachment; filename=\"{seq}.bin\"").into(),
+            );
+        }
+        if rng.random_bool(0.2) {
+            attributes.insert(Attribute::ContentLanguage, "de".into());
+        }
+        if rng.random_bool(0.2) {
+            attributes.insert(Attribute::ContentEncoding, "identity".into());
+        }
+        attributes.insert(
+            Attribute::Metadata("writer".into()),
+            format!("h{host}").into(),
+        );
+        attributes.insert(Attribute::Metadata("seq".into()), seq.to_string().into());
+        attributes
+    }
+
+    /// Whether, and how, another writer takes the name of write `(host, seq)` first.
+    pub fn conflict(&self, host: u32, seq: u64) -> Option<Conflict> {
+        if self.conflicts <= 0.0 {
+            return None;
+        }
+        let mut rng = self.rng(purpose::CONFLICT, host, seq);
+        if !rng.random_bool(self.conflicts) {
+            return None;
+        }
+        Some(match rng.random_range(0..3) {
+            0 => Conflict::SameBytes,
+            1 => Conflict::SameSize,
+            _ => Conflict::OtherSize,
+        })
+    }
+
+    /// Whether the conflicting object is a composite one (its ETag is not an MD5).
+    pub fn conflict_is_composite(&self, host: u32, seq: u64) -> bool {
+        let mut rng = self.rng(purpose::CONFLICT, host, seq);
+        let _ = rng.random::<u64>();
+        let _ = rng.random::<u64>();
+        rng.random_bool(0.5)
+    }
+}
+
+/// Segments of hard characters joined by `/`, about `budget` bytes, none empty and
+/// none `.` or `..`.
+fn hard_segment_path(rng: &mut ChaCha8Rng, budget: usize) -> String {
+    let mut out = String::new();
+    let mut segment = String::new();
+    loop {
+        let c = HARD_CHARS[rng.random_range(0..HARD_CHARS.len())];
+        if out.len() + segment.len() + c.len() > budget
+            && !segment.is_empty()
+            && segment != "."
+            && segment != ".."
+        {
+            break;
+        }
+        segment.push_str(c);
+        if segment != "."
+            && segment != ".."
+            && rng.random_bool(0.1)
+            && out.len() + segment.len() < budget
+        {
+            out.push_str(&segment);
+            out.push('/');
+            segment.clear();
+        }
+    }
+    out.push_str(&segment);
+    out
+}
+
+/// The `(host, seq, poison)` an object name was made from, if it starts like one.
+/// The caller compares the whole name with [`Shape::name`].
+pub fn parse_object_name(name: &str) -> Option<(u32, u64, bool)> {
+    let (poison, rest) = match name.strip_prefix(POISON_PREFIX) {
+        Some(rest) => (true, rest),
+        None => (false, name),
+    };
+    let (host, rest) = rest.strip_prefix('h')?.split_once('/')?;
+    let seq = rest.get(..10)?;
+    if !(rest.len() == 10 || rest[10..].starts_with('/'))
+        || !seq.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    Some((host.parse().ok()?, seq.parse().ok()?, poison))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(hard: bool) -> Shape {
+        Shape {
+            hard_names: hard,
+            attributes: true,
+            conflicts: 0.5,
+            seed: 7,
+        }
+    }
+
+    #[test]
+    fn names_parse_back_and_stay_within_the_rules() {
+        for hard in [false, true] {
+            for seq in 0..2000 {
+                for poison in [false, true] {
+                    let name = shape(hard).name(3, seq, poison);
+                    assert_eq!(parse_object_name(&name), Some((3, seq, poison)), "{name:?}");
+                    assert!(spool::name::check(&name).is_ok(), "{name:?}");
+                    let path = object_store::path::Path::parse(&name).unwrap();
+                    assert_eq!(path.as_ref(), name, "the client would rewrite {name:?}");
+                }
+            }
+        }
+        let long = (0..2000)
+            .map(|s| shape(true).name(0, s, false).len())
+            .max()
+            .unwrap();
+        assert!(long > 900, "no name near the limit: {long}");
+    }
+
+    #[test]
+    fn plain_names_are_as_before() {
+        assert_eq!(shape(false).name(1, 42, false), "h1/0000000042");
+        assert_eq!(shape(false).name(0, 7, true), "poison/h0/0000000007");
+        for bad in [
+            "h1/12",
+            "x1/0000000001",
+            "h1/000000000a",
+            "poison/x",
+            "h1/00000000011",
+        ] {
+            assert_eq!(parse_object_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_kind_of_conflict_is_drawn() {
+        let kinds: Vec<Option<Conflict>> = (0..200).map(|s| shape(false).conflict(0, s)).collect();
+        for kind in [
+            None,
+            Some(Conflict::SameBytes),
+            Some(Conflict::SameSize),
+            Some(Conflict::OtherSize),
+        ] {
+            assert!(kinds.contains(&kind), "{kind:?} never drawn");
+        }
+    }
+}
