@@ -183,7 +183,8 @@ fn default_stall_after() -> ByteSize {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Ops {
-    /// Uploads and deletes (`storage.objects.insert`, `storage.objects.delete`).
+    /// Uploads, deletes and composes (`storage.objects.insert`,
+    /// `storage.objects.delete`, `storage.objects.compose`).
     #[default]
     Writes,
     /// Everything else: gets, lists, bucket metadata.

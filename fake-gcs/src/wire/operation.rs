@@ -21,6 +21,8 @@ pub enum Operation {
     ObjectsInsert,
     /// `storage.objects.delete`: JSON or XML `DELETE` of an object.
     ObjectsDelete,
+    /// `storage.objects.compose`: `POST .../o/{destination}/compose`.
+    ObjectsCompose,
     /// The storage-testbench control endpoints (`/retry_test`); never faulted.
     RetryTest,
     /// A route the fake does not serve (404); never faulted.
@@ -29,13 +31,14 @@ pub enum Operation {
 
 impl Operation {
     /// Every operation, in order.
-    pub(crate) const ALL: [Operation; 8] = [
+    pub(crate) const ALL: [Operation; 9] = [
         Operation::BucketsList,
         Operation::BucketsGet,
         Operation::ObjectsList,
         Operation::ObjectsGet,
         Operation::ObjectsInsert,
         Operation::ObjectsDelete,
+        Operation::ObjectsCompose,
         Operation::RetryTest,
         Operation::Unknown,
     ];
@@ -49,6 +52,7 @@ impl Operation {
             Operation::ObjectsGet => "storage.objects.get",
             Operation::ObjectsInsert => "storage.objects.insert",
             Operation::ObjectsDelete => "storage.objects.delete",
+            Operation::ObjectsCompose => "storage.objects.compose",
             Operation::RetryTest => "retry_test",
             Operation::Unknown => "unknown",
         }
@@ -56,7 +60,10 @@ impl Operation {
 
     /// Whether the operation changes the bucket (fault windows with `ops = "writes"`).
     pub(crate) fn is_write(self) -> bool {
-        matches!(self, Operation::ObjectsInsert | Operation::ObjectsDelete)
+        matches!(
+            self,
+            Operation::ObjectsInsert | Operation::ObjectsDelete | Operation::ObjectsCompose
+        )
     }
 
     /// Whether faults (windows, capacity, testbench instructions) apply to it.

@@ -1,0 +1,251 @@
+//! Composite objects: compose over the JSON API (bytes, component counts,
+//! preconditions, Cloud Storage's non-MD5 ETags and hashes), and objects placed with
+//! `FakeGcs::insert_object` from outside any runtime, read back by `object_store`.
+
+mod common;
+
+use std::num::NonZeroU32;
+
+use bytes::Bytes;
+use common::{BUCKET, ManualClock, config, gcs_store, manual_fake, send, serve};
+use fake_gcs::FakeGcs;
+use fake_gcs::wire::{Digests, ObjectAttributes, crc32c_base64};
+use http::{Method, StatusCode};
+use object_store::ObjectStoreExt as _;
+use object_store::path::Path;
+use serde_json::json;
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+fn compose_body(sources: &[&str]) -> String {
+    let sources: Vec<_> = sources.iter().map(|name| json!({ "name": name })).collect();
+    json!({
+        "sourceObjects": sources,
+        "destination": { "contentType": "text/plain", "metadata": { "k": "v" } },
+    })
+    .to_string()
+}
+
+async fn put(base: &str, name: &str, body: &'static [u8]) {
+    let put = send(base, Method::PUT, &format!("/bkt/{name}"), &[], body).await;
+    assert_eq!(put.status, StatusCode::OK, "{}", put.text());
+}
+
+/// Whether `etag` (quoted) is the form of an MD5: 32 hex digits.
+fn looks_like_md5(etag: &str) -> bool {
+    let bare = etag.trim_matches('"');
+    bare.len() == 32 && bare.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[tokio::test]
+async fn compose_concatenates_and_describes_a_composite_object() {
+    let (fake, _clock, base) = manual_fake(config(true)).await;
+    put(&base, "a", b"hello ").await;
+    put(&base, "b", b"world").await;
+    let path = "/storage/v1/b/bkt/o/ab/compose";
+    let composed = send(
+        &base,
+        Method::POST,
+        path,
+        &[JSON],
+        compose_body(&["a", "b"]),
+    )
+    .await;
+    assert_eq!(composed.status, StatusCode::OK, "{}", composed.text());
+    let resource = composed.json();
+    assert_eq!(resource["componentCount"], 2);
+    assert_eq!(resource.get("md5Hash"), None);
+    assert_eq!(
+        resource["crc32c"],
+        crc32c_base64(crc32c::crc32c(b"hello world"))
+    );
+    assert_eq!(resource["size"], "11");
+    assert_eq!(resource["metadata"]["k"], "v");
+
+    // Composing a composite counts its components.
+    let again = send(
+        &base,
+        Method::POST,
+        "/storage/v1/b/bkt/o/aba/compose",
+        &[JSON],
+        compose_body(&["ab", "a"]),
+    )
+    .await;
+    assert_eq!(again.json()["componentCount"], 3);
+
+    let get = send(&base, Method::GET, "/bkt/ab", &[], "").await;
+    assert_eq!(&get.body[..], b"hello world");
+    let etag = get.header("etag").unwrap();
+    assert!(!looks_like_md5(etag), "{etag}");
+    assert!(etag.starts_with("\"-"), "{etag}");
+    let crc = crc32c_base64(crc32c::crc32c(b"hello world"));
+    assert_eq!(
+        get.header("x-goog-hash"),
+        Some(format!("crc32c={crc}").as_str())
+    );
+    assert_eq!(get.header("x-goog-component-count"), Some("2"));
+    assert_eq!(get.header("content-type"), Some("text/plain"));
+    assert!(looks_like_md5(
+        send(&base, Method::GET, "/bkt/a", &[], "")
+            .await
+            .header("etag")
+            .unwrap()
+    ));
+
+    let record = fake.object(BUCKET, "ab").unwrap();
+    assert_eq!(record.component_count, NonZeroU32::new(2));
+    assert!(record.matches(b"hello world"));
+    assert_eq!(fake.stats().objects_committed, 4);
+}
+
+#[tokio::test]
+async fn compose_honours_preconditions_and_names_what_is_missing() {
+    let (fake, _clock, base) = manual_fake(config(true)).await;
+    put(&base, "a", b"one").await;
+    put(&base, "dest", b"old").await;
+    let to = |query: &str| format!("/storage/v1/b/bkt/o/dest/compose{query}");
+    let refused = send(
+        &base,
+        Method::POST,
+        &to("?ifGenerationMatch=0"),
+        &[JSON],
+        compose_body(&["a"]),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::PRECONDITION_FAILED);
+    assert_eq!(
+        refused.json()["error"]["errors"][0]["reason"],
+        "conditionNotMet"
+    );
+    assert_eq!(&fake.object_bytes(BUCKET, "dest").unwrap()[..], b"old");
+    assert_eq!(fake.stats().precondition_failures, 1);
+
+    let missing = send(
+        &base,
+        Method::POST,
+        &to(""),
+        &[JSON],
+        compose_body(&["a", "nope"]),
+    )
+    .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert!(missing.text().contains("bkt/nope"), "{}", missing.text());
+
+    let live = fake.object(BUCKET, "dest").unwrap().generation;
+    let matching = send(
+        &base,
+        Method::POST,
+        &to(&format!("?ifGenerationMatch={live}")),
+        &[JSON],
+        compose_body(&["a"]),
+    )
+    .await;
+    assert_eq!(matching.status, StatusCode::OK, "{}", matching.text());
+    assert_eq!(&fake.object_bytes(BUCKET, "dest").unwrap()[..], b"one");
+
+    let stale = json!({ "sourceObjects": [{ "name": "a", "objectPreconditions": { "ifGenerationMatch": 1 } }] });
+    let stale = send(&base, Method::POST, &to(""), &[JSON], stale.to_string()).await;
+    assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED);
+}
+
+#[tokio::test]
+async fn compose_without_kept_bytes_is_501_and_names_why() {
+    let (fake, _clock, base) = manual_fake(config(false)).await;
+    put(&base, "a", b"one").await;
+    let composed = send(
+        &base,
+        Method::POST,
+        "/storage/v1/b/bkt/o/d/compose",
+        &[JSON],
+        compose_body(&["a"]),
+    )
+    .await;
+    assert_eq!(composed.status, StatusCode::NOT_IMPLEMENTED);
+    assert!(
+        composed.text().contains("--drop-bytes"),
+        "{}",
+        composed.text()
+    );
+    assert!(fake.object(BUCKET, "d").is_none());
+}
+
+#[test]
+fn inserted_objects_keep_their_bytes_and_are_served_to_a_client() {
+    // Placed before any runtime exists, with bytes not kept for requests.
+    let fake = FakeGcs::new(config(false), std::sync::Arc::new(ManualClock::default())).unwrap();
+    let attributes = ObjectAttributes {
+        cache_control: Some("no-cache".into()),
+        ..Default::default()
+    };
+    let plain = fake.insert_object(
+        BUCKET,
+        "pre/plain",
+        Bytes::from_static(b"before"),
+        None,
+        ObjectAttributes::default(),
+        false,
+    );
+    let composite = fake.insert_object(
+        BUCKET,
+        "pre/composite",
+        Bytes::from_static(b"parts"),
+        Some("text/plain"),
+        attributes.clone(),
+        true,
+    );
+    assert!(composite.generation > plain.generation);
+    assert!(composite.is_composite() && !plain.is_composite());
+    assert_eq!(composite.attributes(), &attributes);
+    assert_eq!(fake.stats().objects_inserted, 2);
+    assert_eq!(fake.stats().objects_committed, 0);
+    let placed_elsewhere = fake.insert_object(
+        "other",
+        "x",
+        Bytes::new(),
+        None,
+        ObjectAttributes::default(),
+        false,
+    );
+    assert_eq!(fake.objects("other"), [placed_elsewhere]);
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let base = serve(&fake).await;
+        let store = gcs_store(&base);
+        let got = store.get(&Path::parse("pre/plain").unwrap()).await.unwrap();
+        assert_eq!(
+            got.meta.e_tag.as_deref(),
+            Some(format!("\"{}\"", plain.md5_hex()).as_str())
+        );
+        assert_eq!(&got.bytes().await.unwrap()[..], b"before");
+        let got = store
+            .get(&Path::parse("pre/composite").unwrap())
+            .await
+            .unwrap();
+        let etag = got.meta.e_tag.clone().unwrap();
+        assert!(!looks_like_md5(&etag), "{etag}");
+        assert_eq!(&got.bytes().await.unwrap()[..], b"parts");
+        // An object written by a request keeps no bytes here.
+        put(&base, "written", b"x").await;
+        let read = send(&base, Method::GET, "/bkt/written", &[], "").await;
+        assert_eq!(read.status, StatusCode::NOT_IMPLEMENTED);
+        // The inserted objects can be composed.
+        let composed = send(
+            &base,
+            Method::POST,
+            "/storage/v1/b/bkt/o/both/compose",
+            &[JSON],
+            compose_body(&["pre/plain", "pre/composite"]),
+        )
+        .await;
+        assert_eq!(composed.status, StatusCode::OK, "{}", composed.text());
+        assert_eq!(
+            &fake.object_bytes(BUCKET, "both").unwrap()[..],
+            b"beforeparts"
+        );
+        assert_eq!(
+            composed.json()["crc32c"],
+            crc32c_base64(Digests::of(b"beforeparts").crc32c)
+        );
+    });
+}
