@@ -56,6 +56,9 @@ impl FakeGcs {
         query: &Query,
         data: Bytes,
     ) -> Served {
+        if let Target::Fake(control) = target {
+            return self.control(*control, headers, &data).into();
+        }
         let now_ms = self.inner.clock.now_unix_ms();
         let base = format!("http://{}", header(headers, "host").unwrap_or("localhost"));
         let mut state = self.state();
@@ -68,6 +71,7 @@ impl FakeGcs {
             now_ms,
         };
         match target {
+            Target::Fake(_) => unreachable!("the fake's control API is served without the lock"),
             Target::Control(control) => ctx.state.retry_tests.answer(control, &data).into(),
             Target::Api(route) => {
                 let api = route.api();

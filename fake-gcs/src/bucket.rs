@@ -73,6 +73,11 @@ impl StoredObject {
         (name, stored)
     }
 
+    /// Its length in bytes.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
     /// The record of this object, stored under `name`.
     pub(crate) fn record(&self, name: &str) -> ObjectRecord {
         let (content_type, attributes) = match &self.described {

@@ -1,6 +1,7 @@
 //! The fake itself: its configuration, the state one mutex guards, what it counts
-//! and reports per request, what a test or a checker can read back, and objects
-//! placed without a request.
+//! and reports per request, what a test or a checker can read back, and what it
+//! can change without a request (objects placed directly, faults from now, a
+//! reset).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -68,9 +69,10 @@ pub struct FakeGcsConfig {
     pub limits: Limits,
 }
 
-/// Counters over all requests so far. `by_status` plus `dropped` add up to
-/// `requests` once every request has finished.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Counters over all requests so far (those of the `/_fake/` control API are not
+/// counted). `by_status` plus `dropped` add up to `requests` once every request
+/// has finished.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FakeStats {
     /// Requests received.
     pub requests: u64,
@@ -124,6 +126,9 @@ pub struct FakeGcs {
 
 pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn SimClock>,
+    /// The buckets and seed of the configuration, for a reset.
+    pub(crate) initial_buckets: Vec<String>,
+    pub(crate) seed: u64,
     pub(crate) keep_bytes: bool,
     pub(crate) auto_create_buckets: bool,
     pub(crate) limits: Limits,
@@ -226,6 +231,8 @@ impl FakeGcs {
         Ok(Self {
             inner: Arc::new(Inner {
                 clock,
+                initial_buckets: config.buckets,
+                seed: config.seed,
                 keep_bytes: config.keep_bytes,
                 auto_create_buckets: config.auto_create_buckets,
                 limits: config.limits,
@@ -326,6 +333,56 @@ impl FakeGcs {
     /// The counters so far.
     pub fn stats(&self) -> FakeStats {
         self.state().stats.clone()
+    }
+
+    /// Time since t = 0 of the fake's clock: the axis fault windows are placed on.
+    pub fn elapsed(&self) -> Duration {
+        self.inner.clock.elapsed()
+    }
+
+    /// Adds `plan`'s fault windows, refusals and capacity with offsets relative to
+    /// now (the fake's clock): a window `from = "0s", until = "30s"` covers the
+    /// next 30 seconds. Its windows are consulted before those already in force,
+    /// so an outage asked for now is not hidden by the plan the fake started with;
+    /// its capacity, if any, replaces the one in force. Now is taken to the
+    /// millisecond (so offsets read `1m 40s 250ms`, not nanoseconds). Returns the
+    /// plan now in force (offsets from t = 0). Fails, changing nothing, when
+    /// `plan` is invalid.
+    pub fn add_faults(&self, plan: FaultPlan) -> Result<FaultPlan, PlanError> {
+        plan.validate()?;
+        let now = Duration::from_millis(self.elapsed().as_millis() as u64);
+        let mut state = self.state();
+        state.faults.add(plan, now);
+        Ok(state.faults.plan().clone())
+    }
+
+    /// The fault plan in force, with offsets from t = 0 of the fake's clock.
+    pub fn faults(&self) -> FaultPlan {
+        self.state().faults.plan().clone()
+    }
+
+    /// Removes every fault window, refusal and capacity limit.
+    pub fn clear_faults(&self) {
+        self.state().faults.clear();
+    }
+
+    /// Back to the state the fake was built in, without its faults: the
+    /// configured buckets, empty (others are forgotten); no faults (the RNG
+    /// seeded again); no statistics, upload sessions, retry tests or scripted
+    /// instructions. Generations keep growing from where they were.
+    pub fn reset(&self) {
+        let now_ms = self.inner.clock.now_unix_ms();
+        let inner = &self.inner;
+        let mut state = self.state();
+        let last_generation = state.last_generation;
+        *state = State::new(
+            &inner.initial_buckets,
+            FaultPlan::none(),
+            inner.seed,
+            inner.limits,
+            now_ms,
+        );
+        state.last_generation = last_generation;
     }
 
     /// Calls `observer` for every finished request, outside the fake's lock.

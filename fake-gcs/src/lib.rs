@@ -30,6 +30,9 @@
 //!   `Content-MD5`) are checked: a mismatch is 400 and nothing is stored.
 //! - The storage-testbench control API (`/retry_test`, `x-retry-test-id`), see
 //!   [`Instruction`].
+//! - Its own control API under `/_fake/`: fault windows relative to now
+//!   ([`FakeGcs::add_faults`]), a reset ([`FakeGcs::reset`]) and the statistics as
+//!   JSON ([`FakeStats`]).
 //!
 //! ## Design constraints
 //!
@@ -62,8 +65,9 @@
 //! | `bucket.rs` | what a bucket holds, listing in name order |
 //! | `faults.rs` | [`FaultPlan`]: fault windows and capacity, one seeded RNG |
 //! | `retry_test.rs` | the storage-testbench control API and its [`Instruction`]s |
+//! | `control.rs` | the fake's own control API (`/_fake/faults`, `/_fake/reset`, `/_fake/stats`) |
 //! | `clock.rs` | [`SimClock`], [`TokioClock`] |
-//! | `cli.rs` | the `fake-gcs` command line ([`cli::run`]) |
+//! | `cli.rs` | the `fake-gcs` command line and its `FAKE_GCS_*` variables ([`cli::run`]) |
 //! | `wire/` | Cloud Storage's wire protocol (see [`wire`]) |
 
 #![warn(missing_docs)]
@@ -72,6 +76,7 @@ mod api;
 mod bucket;
 pub mod cli;
 mod clock;
+mod control;
 mod fake;
 mod faults;
 mod handler;

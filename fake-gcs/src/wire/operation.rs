@@ -25,13 +25,16 @@ pub enum Operation {
     ObjectsCompose,
     /// The storage-testbench control endpoints (`/retry_test`); never faulted.
     RetryTest,
+    /// The fake's own control API (`/_fake/...`); never faulted, and not counted
+    /// in the statistics it reports.
+    FakeControl,
     /// A route the fake does not serve (404); never faulted.
     Unknown,
 }
 
 impl Operation {
     /// Every operation, in order.
-    pub(crate) const ALL: [Operation; 9] = [
+    pub(crate) const ALL: [Operation; 10] = [
         Operation::BucketsList,
         Operation::BucketsGet,
         Operation::ObjectsList,
@@ -40,6 +43,7 @@ impl Operation {
         Operation::ObjectsDelete,
         Operation::ObjectsCompose,
         Operation::RetryTest,
+        Operation::FakeControl,
         Operation::Unknown,
     ];
 
@@ -54,6 +58,7 @@ impl Operation {
             Operation::ObjectsDelete => "storage.objects.delete",
             Operation::ObjectsCompose => "storage.objects.compose",
             Operation::RetryTest => "retry_test",
+            Operation::FakeControl => "fake_control",
             Operation::Unknown => "unknown",
         }
     }
@@ -68,7 +73,16 @@ impl Operation {
 
     /// Whether faults (windows, capacity, testbench instructions) apply to it.
     pub(crate) fn is_faultable(self) -> bool {
-        !matches!(self, Operation::RetryTest | Operation::Unknown)
+        !matches!(
+            self,
+            Operation::RetryTest | Operation::FakeControl | Operation::Unknown
+        )
+    }
+
+    /// Whether the fake's statistics count it: every request but those of the
+    /// fake's own control API, which reads and resets them.
+    pub(crate) fn is_counted(self) -> bool {
+        self != Operation::FakeControl
     }
 }
 
