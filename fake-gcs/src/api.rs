@@ -44,8 +44,9 @@ const NO_SESSION: &str = "No such upload session.";
 
 /// Why a download or compose cannot have an object's bytes.
 const NO_BYTES: &str = "This fake keeps only digests of objects written by requests \
-    (keep_bytes is off: fake-gcs --drop-bytes, or FakeGcsConfig::keep_bytes false), \
-    so it cannot serve their contents; run it without --drop-bytes.";
+    (keep_bytes is off), so it cannot serve their contents: set \
+    FakeGcsConfig::keep_bytes, or run fake-gcs without --drop-bytes (it keeps bytes by \
+    default, as with --keep-bytes).";
 
 impl FakeGcs {
     /// Serves `target` with `data` against the state, under the lock.
