@@ -5,7 +5,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{BUCKET, config, gcs_store, manual_fake, send};
+use common::{BUCKET, Read as _, config, gcs_store, manual_fake, send};
 use fake_gcs::wire::ObjectAttributes;
 use http::{Method, StatusCode};
 use object_store::path::Path;
@@ -114,7 +114,7 @@ async fn a_json_upload_s_attributes_show_in_the_resource_and_the_xml_headers() {
         multipart(resource, "hello"),
     )
     .await;
-    assert_eq!(uploaded.status, StatusCode::OK, "{}", uploaded.text());
+    assert_eq!(uploaded.status(), StatusCode::OK, "{}", uploaded.text());
     let resource = uploaded.json();
     assert_eq!(resource["contentLanguage"], "de");
     assert_eq!(resource["contentEncoding"], "identity");
@@ -122,7 +122,7 @@ async fn a_json_upload_s_attributes_show_in_the_resource_and_the_xml_headers() {
     assert_eq!(resource["contentType"], "text/plain");
 
     let get = send(&base, Method::GET, "/bkt/j/one", &[], "").await;
-    assert_eq!(get.status, StatusCode::OK);
+    assert_eq!(get.status(), StatusCode::OK);
     assert_eq!(get.header("content-language"), Some("de"));
     assert_eq!(get.header("content-disposition"), Some("inline"));
     assert_eq!(get.header("cache-control"), Some("max-age=60"));
@@ -131,7 +131,7 @@ async fn a_json_upload_s_attributes_show_in_the_resource_and_the_xml_headers() {
         get.header("x-goog-stored-content-encoding"),
         Some("identity")
     );
-    assert_eq!(&get.body[..], b"hello");
+    assert_eq!(&get.body()[..], b"hello");
 
     let expected = ObjectAttributes {
         content_encoding: Some("identity".into()),

@@ -65,10 +65,10 @@ async fn started_with_only_listen_it_keeps_bytes_and_makes_buckets() {
     let fake = start(&["--listen", "127.0.0.1:0"], &[]);
     assert!(fake.banner.contains("keep_bytes=true"), "{}", fake.banner);
     let put = send(&fake.base, Method::PUT, "/any-bucket/a", &[], "hello").await;
-    assert_eq!(put.status, StatusCode::OK);
+    assert_eq!(put.status(), StatusCode::OK);
     let get = send(&fake.base, Method::GET, "/any-bucket/a", &[], "").await;
-    assert_eq!(get.status, StatusCode::OK);
-    assert_eq!(&get.body[..], b"hello");
+    assert_eq!(get.status(), StatusCode::OK);
+    assert_eq!(&get.body()[..], b"hello");
 }
 
 #[tokio::test]
@@ -92,19 +92,19 @@ async fn every_setting_comes_from_the_environment() {
     assert_eq!(
         send(base, Method::GET, "/storage/v1/b/two", &[], "")
             .await
-            .status,
+            .status(),
         StatusCode::OK
     );
     let missing = send(base, Method::GET, "/storage/v1/b/three", &[], "").await;
-    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     assert_eq!(
-        send(base, Method::PUT, "/one/a", &[], "x").await.status,
+        send(base, Method::PUT, "/one/a", &[], "x").await.status(),
         StatusCode::OK
     );
     let dropped = send(base, Method::GET, "/one/a", &[], "").await;
-    assert_eq!(dropped.status, StatusCode::NOT_IMPLEMENTED);
+    assert_eq!(dropped.status(), StatusCode::NOT_IMPLEMENTED);
     let poison = send(base, Method::PUT, "/one/poison/a", &[], "x").await;
-    assert_eq!(poison.status, StatusCode::FORBIDDEN);
+    assert_eq!(poison.status(), StatusCode::FORBIDDEN);
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod common;
 use std::num::NonZeroU32;
 
 use bytes::Bytes;
-use common::{BUCKET, ManualClock, config, gcs_store, manual_fake, send, serve};
+use common::{BUCKET, ManualClock, Raw, Read as _, config, gcs_store, manual_fake, send, serve};
 use fake_gcs::FakeGcs;
 use fake_gcs::wire::{Digests, ObjectAttributes, crc32c_base64};
 use http::{Method, StatusCode};
@@ -26,9 +26,16 @@ fn compose_body(sources: &[&str]) -> String {
     .to_string()
 }
 
+/// `POST /storage/v1/b/bkt/o/{destination}/compose?{query}` of `sources`, with a
+/// destination resource of `text/plain` and metadata `k: v`.
+async fn compose(base: &str, destination: &str, query: &str, sources: &[&str]) -> Raw {
+    let path = format!("/storage/v1/b/bkt/o/{destination}/compose?{query}");
+    send(base, Method::POST, &path, &[JSON], compose_body(sources)).await
+}
+
 async fn put(base: &str, name: &str, body: &'static [u8]) {
     let put = send(base, Method::PUT, &format!("/bkt/{name}"), &[], body).await;
-    assert_eq!(put.status, StatusCode::OK, "{}", put.text());
+    assert_eq!(put.status(), StatusCode::OK, "{}", put.text());
 }
 
 /// Whether `etag` (quoted) is the form of an MD5: 32 hex digits.
@@ -42,16 +49,8 @@ async fn compose_concatenates_and_describes_a_composite_object() {
     let (fake, _clock, base) = manual_fake(config(true)).await;
     put(&base, "a", b"hello ").await;
     put(&base, "b", b"world").await;
-    let path = "/storage/v1/b/bkt/o/ab/compose";
-    let composed = send(
-        &base,
-        Method::POST,
-        path,
-        &[JSON],
-        compose_body(&["a", "b"]),
-    )
-    .await;
-    assert_eq!(composed.status, StatusCode::OK, "{}", composed.text());
+    let composed = compose(&base, "ab", "", &["a", "b"]).await;
+    assert_eq!(composed.status(), StatusCode::OK, "{}", composed.text());
     let resource = composed.json();
     assert_eq!(resource["componentCount"], 2);
     assert_eq!(resource.get("md5Hash"), None);
@@ -63,18 +62,11 @@ async fn compose_concatenates_and_describes_a_composite_object() {
     assert_eq!(resource["metadata"]["k"], "v");
 
     // Composing a composite counts its components.
-    let again = send(
-        &base,
-        Method::POST,
-        "/storage/v1/b/bkt/o/aba/compose",
-        &[JSON],
-        compose_body(&["ab", "a"]),
-    )
-    .await;
+    let again = compose(&base, "aba", "", &["ab", "a"]).await;
     assert_eq!(again.json()["componentCount"], 3);
 
     let get = send(&base, Method::GET, "/bkt/ab", &[], "").await;
-    assert_eq!(&get.body[..], b"hello world");
+    assert_eq!(&get.body()[..], b"hello world");
     let etag = get.header("etag").unwrap();
     assert!(!looks_like_md5(etag), "{etag}");
     assert!(etag.starts_with("\"-"), "{etag}");
@@ -103,16 +95,8 @@ async fn compose_honours_preconditions_and_names_what_is_missing() {
     let (fake, _clock, base) = manual_fake(config(true)).await;
     put(&base, "a", b"one").await;
     put(&base, "dest", b"old").await;
-    let to = |query: &str| format!("/storage/v1/b/bkt/o/dest/compose{query}");
-    let refused = send(
-        &base,
-        Method::POST,
-        &to("?ifGenerationMatch=0"),
-        &[JSON],
-        compose_body(&["a"]),
-    )
-    .await;
-    assert_eq!(refused.status, StatusCode::PRECONDITION_FAILED);
+    let refused = compose(&base, "dest", "ifGenerationMatch=0", &["a"]).await;
+    assert_eq!(refused.status(), StatusCode::PRECONDITION_FAILED);
     assert_eq!(
         refused.json()["error"]["errors"][0]["reason"],
         "conditionNotMet"
@@ -120,47 +104,33 @@ async fn compose_honours_preconditions_and_names_what_is_missing() {
     assert_eq!(&fake.object_bytes(BUCKET, "dest").unwrap()[..], b"old");
     assert_eq!(fake.stats().precondition_failures, 1);
 
-    let missing = send(
-        &base,
-        Method::POST,
-        &to(""),
-        &[JSON],
-        compose_body(&["a", "nope"]),
-    )
-    .await;
-    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    let missing = compose(&base, "dest", "", &["a", "nope"]).await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     assert!(missing.text().contains("bkt/nope"), "{}", missing.text());
 
     let live = fake.object(BUCKET, "dest").unwrap().generation;
-    let matching = send(
-        &base,
-        Method::POST,
-        &to(&format!("?ifGenerationMatch={live}")),
-        &[JSON],
-        compose_body(&["a"]),
-    )
-    .await;
-    assert_eq!(matching.status, StatusCode::OK, "{}", matching.text());
+    let matching = compose(&base, "dest", &format!("ifGenerationMatch={live}"), &["a"]).await;
+    assert_eq!(matching.status(), StatusCode::OK, "{}", matching.text());
     assert_eq!(&fake.object_bytes(BUCKET, "dest").unwrap()[..], b"one");
 
     let stale = json!({ "sourceObjects": [{ "name": "a", "objectPreconditions": { "ifGenerationMatch": 1 } }] });
-    let stale = send(&base, Method::POST, &to(""), &[JSON], stale.to_string()).await;
-    assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED);
+    let stale = send(
+        &base,
+        Method::POST,
+        "/storage/v1/b/bkt/o/dest/compose",
+        &[JSON],
+        stale.to_string(),
+    )
+    .await;
+    assert_eq!(stale.status(), StatusCode::PRECONDITION_FAILED);
 }
 
 #[tokio::test]
 async fn compose_without_kept_bytes_is_501_and_names_why() {
     let (fake, _clock, base) = manual_fake(config(false)).await;
     put(&base, "a", b"one").await;
-    let composed = send(
-        &base,
-        Method::POST,
-        "/storage/v1/b/bkt/o/d/compose",
-        &[JSON],
-        compose_body(&["a"]),
-    )
-    .await;
-    assert_eq!(composed.status, StatusCode::NOT_IMPLEMENTED);
+    let composed = compose(&base, "d", "", &["a"]).await;
+    assert_eq!(composed.status(), StatusCode::NOT_IMPLEMENTED);
     assert!(
         composed.text().contains("--drop-bytes"),
         "{}",
@@ -228,17 +198,10 @@ fn inserted_objects_keep_their_bytes_and_are_served_to_a_client() {
         // An object written by a request keeps no bytes here.
         put(&base, "written", b"x").await;
         let read = send(&base, Method::GET, "/bkt/written", &[], "").await;
-        assert_eq!(read.status, StatusCode::NOT_IMPLEMENTED);
+        assert_eq!(read.status(), StatusCode::NOT_IMPLEMENTED);
         // The inserted objects can be composed.
-        let composed = send(
-            &base,
-            Method::POST,
-            "/storage/v1/b/bkt/o/both/compose",
-            &[JSON],
-            compose_body(&["pre/plain", "pre/composite"]),
-        )
-        .await;
-        assert_eq!(composed.status, StatusCode::OK, "{}", composed.text());
+        let composed = compose(&base, "both", "", &["pre/plain", "pre/composite"]).await;
+        assert_eq!(composed.status(), StatusCode::OK, "{}", composed.text());
         assert_eq!(
             &fake.object_bytes(BUCKET, "both").unwrap()[..],
             b"beforeparts"

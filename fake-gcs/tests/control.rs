@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{config, manual_fake, send};
+use common::{Read as _, config, manual_fake, send};
 use fake_gcs::FakeGcsConfig;
 use http::{Method, StatusCode};
 
@@ -14,7 +14,7 @@ const OUTAGE: &str = "[[fault]]\nname = \"now\"\nuntil = \"30s\"\nmix = { \"503\
 async fn put_status(base: &str, name: &str) -> StatusCode {
     send(base, Method::PUT, &format!("/bkt/{name}"), &[], "x")
         .await
-        .status
+        .status()
 }
 
 #[tokio::test]
@@ -22,7 +22,7 @@ async fn posted_windows_start_now_and_end_on_time() {
     let (fake, clock, base) = manual_fake(config(true)).await;
     clock.advance(Duration::from_secs(100));
     let posted = send(&base, Method::POST, "/_fake/faults", &[], OUTAGE).await;
-    assert_eq!(posted.status, StatusCode::OK, "{}", posted.text());
+    assert_eq!(posted.status(), StatusCode::OK, "{}", posted.text());
     let answer = posted.json();
     assert_eq!(answer["elapsed_ms"], 100_000);
     assert_eq!(answer["plan"]["fault"][0]["from"], "1m 40s");
@@ -34,7 +34,7 @@ async fn posted_windows_start_now_and_end_on_time() {
     );
     // Writes only: a read is served.
     let read = send(&base, Method::GET, "/bkt/a", &[], "").await;
-    assert_eq!(read.status, StatusCode::NOT_FOUND);
+    assert_eq!(read.status(), StatusCode::NOT_FOUND);
     clock.advance(Duration::from_millis(29_999));
     assert_eq!(
         put_status(&base, "a").await,
@@ -58,7 +58,7 @@ async fn a_window_posted_now_wins_over_the_plan_the_fake_started_with() {
     let json = r#"{"fault": [{"mix": {"503": 1.0}}]}"#;
     let headers = [("content-type", "application/json")];
     let posted = send(&base, Method::POST, "/_fake/faults", &headers, json).await;
-    assert_eq!(posted.status, StatusCode::OK, "{}", posted.text());
+    assert_eq!(posted.status(), StatusCode::OK, "{}", posted.text());
     assert_eq!(
         put_status(&base, "a").await,
         StatusCode::SERVICE_UNAVAILABLE
@@ -78,7 +78,7 @@ async fn a_bad_plan_is_refused_naming_its_field_and_changes_nothing() {
     let (fake, _clock, base) = manual_fake(config(true)).await;
     let bad = "[[fault]]\nmix = { \"503\" = 0.7, hang = 0.6 }\n";
     let refused = send(&base, Method::POST, "/_fake/faults", &[], bad).await;
-    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
     let message = refused.json()["error"]["message"]
         .as_str()
         .unwrap()
@@ -91,7 +91,7 @@ async fn a_bad_plan_is_refused_naming_its_field_and_changes_nothing() {
     assert!(not_json.text().contains("(json)"), "{}", not_json.text());
     assert!(fake.faults().windows.is_empty());
     let unknown = send(&base, Method::GET, "/_fake/nothing", &[], "").await;
-    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]
@@ -127,7 +127,7 @@ async fn a_reset_clears_objects_faults_and_stats_but_keeps_the_buckets() {
     .await;
     assert_eq!(put_status(&base, "a").await, StatusCode::OK);
     let other = send(&base, Method::PUT, "/other/x", &[], "x").await;
-    assert_eq!(other.status, StatusCode::OK);
+    assert_eq!(other.status(), StatusCode::OK);
     let generation = fake.object("bkt", "a").unwrap().generation;
     send(
         &base,
@@ -139,7 +139,7 @@ async fn a_reset_clears_objects_faults_and_stats_but_keeps_the_buckets() {
     .await;
 
     let reset = send(&base, Method::POST, "/_fake/reset", &[], "").await;
-    assert_eq!(reset.status, StatusCode::OK);
+    assert_eq!(reset.status(), StatusCode::OK);
     assert_eq!(fake.stats(), fake_gcs::FakeStats::default());
     assert!(fake.faults().windows.is_empty());
     assert_eq!(fake.object_count("bkt"), 0);

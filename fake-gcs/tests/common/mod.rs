@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use fake_gcs::{FakeGcs, FakeGcsConfig, SimClock};
-use http::{HeaderMap, Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
+use http::Method;
 use object_store::ObjectStore;
 use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder};
 use object_store::{ClientOptions, RetryConfig, StaticCredentialProvider};
@@ -69,29 +67,35 @@ pub async fn manual_fake(config: FakeGcsConfig) -> (FakeGcs, Arc<ManualClock>, S
 }
 
 /// A response read whole.
-#[derive(Debug)]
-pub struct Raw {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: Bytes,
+pub type Raw = http::Response<Bytes>;
+
+/// Reading a [`Raw`] response in assertions.
+pub trait Read {
+    /// The body as JSON; panics with the body when it is not.
+    fn json(&self) -> serde_json::Value;
+    /// The body as text.
+    fn text(&self) -> String;
+    /// A header's value, when it is text.
+    fn header(&self, name: &str) -> Option<&str>;
 }
 
-impl Raw {
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+impl Read for Raw {
+    fn json(&self) -> serde_json::Value {
+        let body = self.body();
+        serde_json::from_slice(body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(body)))
     }
 
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
+    fn text(&self) -> String {
+        String::from_utf8_lossy(self.body()).into_owned()
     }
 
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers().get(name).and_then(|v| v.to_str().ok())
     }
 }
 
-/// One request over a fresh connection to `base`.
+/// One request to `base` (reqwest, plain HTTP), read whole.
 pub async fn send(
     base: &str,
     method: Method,
@@ -99,34 +103,31 @@ pub async fn send(
     headers: &[(&str, &str)],
     body: impl Into<Bytes>,
 ) -> Raw {
-    let authority = base.trim_start_matches("http://").to_string();
-    let stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .unwrap();
-    tokio::spawn(conn);
-    let mut request = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", authority);
-    for (k, v) in headers {
-        request = request.header(*k, *v);
+    install_crypto();
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{base}{path}"))
+        .body(body.into());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
     }
-    let request = request.body(Full::new(body.into())).unwrap();
-    let response = sender.send_request(request).await.unwrap();
-    let (parts, body) = response.into_parts();
-    Raw {
-        status: parts.status,
-        headers: parts.headers,
-        body: body.collect().await.unwrap().to_bytes(),
-    }
+    let response = request.send().await.expect("the fake answers");
+    let (status, headers) = (response.status(), response.headers().clone());
+    let mut raw = Raw::new(response.bytes().await.expect("the body arrives"));
+    *raw.status_mut() = status;
+    *raw.headers_mut() = headers;
+    raw
+}
+
+/// reqwest is built without a bundled TLS provider, and building a client needs
+/// one installed even for plain HTTP; installing twice is harmless.
+fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// `object_store`'s GCS client against `base`, as the spool builds it: no
 /// credentials and none of the client's own retries.
 pub fn gcs_store(base: &str) -> Arc<dyn ObjectStore> {
-    // reqwest has no bundled TLS provider; building a client needs one installed.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    install_crypto();
     let store = GoogleCloudStorageBuilder::new()
         .with_bucket_name(BUCKET)
         .with_base_url(base)
