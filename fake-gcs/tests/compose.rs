@@ -5,11 +5,12 @@
 mod common;
 
 use std::num::NonZeroU32;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use common::{BUCKET, ManualClock, Raw, Read as _, config, gcs_store, manual_fake, send, serve};
-use fake_gcs::FakeGcs;
 use fake_gcs::wire::{Digests, ObjectAttributes, crc32c_base64};
+use fake_gcs::{FakeGcs, ObjectRecord};
 use http::{Method, StatusCode};
 use object_store::ObjectStoreExt as _;
 use object_store::path::Path;
@@ -139,36 +140,61 @@ async fn compose_without_kept_bytes_is_501_and_names_why() {
     assert!(fake.object(BUCKET, "d").is_none());
 }
 
-#[test]
-fn inserted_objects_keep_their_bytes_and_are_served_to_a_client() {
-    // Placed before any runtime exists, with bytes not kept for requests.
-    let fake = FakeGcs::new(config(false), std::sync::Arc::new(ManualClock::default())).unwrap();
-    let attributes = ObjectAttributes {
-        cache_control: Some("no-cache".into()),
-        ..Default::default()
-    };
+/// A fake that keeps no bytes for requests, with two objects placed before any
+/// runtime exists: `pre/plain` and the composite `pre/composite`.
+fn fake_with_placed_objects() -> (FakeGcs, ObjectRecord, ObjectRecord) {
+    let fake = FakeGcs::new(config(false), Arc::new(ManualClock::default())).unwrap();
+    let none = ObjectAttributes::default();
     let plain = fake.insert_object(
         BUCKET,
         "pre/plain",
         Bytes::from_static(b"before"),
         None,
-        ObjectAttributes::default(),
+        none,
         false,
     );
+    let attributes = ObjectAttributes {
+        cache_control: Some("no-cache".into()),
+        ..Default::default()
+    };
+    let bytes = Bytes::from_static(b"parts");
     let composite = fake.insert_object(
         BUCKET,
         "pre/composite",
-        Bytes::from_static(b"parts"),
+        bytes,
         Some("text/plain"),
-        attributes.clone(),
+        attributes,
         true,
     );
+    (fake, plain, composite)
+}
+
+#[test]
+fn inserted_objects_are_placed_outside_any_runtime_without_a_request() {
+    let (fake, plain, composite) = fake_with_placed_objects();
     assert!(composite.generation > plain.generation);
     assert!(composite.is_composite() && !plain.is_composite());
-    assert_eq!(composite.attributes(), &attributes);
-    assert_eq!(fake.stats().objects_inserted, 2);
-    assert_eq!(fake.stats().objects_committed, 0);
-    let placed_elsewhere = fake.insert_object(
+    assert_eq!(
+        composite.attributes().cache_control.as_deref(),
+        Some("no-cache")
+    );
+    assert_eq!(composite.content_type, "text/plain");
+    assert_eq!(fake.object(BUCKET, "pre/composite"), Some(composite));
+    assert_eq!(
+        &fake.object_bytes(BUCKET, "pre/plain").unwrap()[..],
+        b"before"
+    );
+    let stats = fake.stats();
+    assert_eq!(
+        (
+            stats.objects_inserted,
+            stats.objects_committed,
+            stats.requests
+        ),
+        (2, 0, 0)
+    );
+    // A bucket that does not exist yet is made.
+    let elsewhere = fake.insert_object(
         "other",
         "x",
         Bytes::new(),
@@ -176,17 +202,19 @@ fn inserted_objects_keep_their_bytes_and_are_served_to_a_client() {
         ObjectAttributes::default(),
         false,
     );
-    assert_eq!(fake.objects("other"), [placed_elsewhere]);
+    assert_eq!(fake.objects("other"), [elsewhere]);
+}
 
+#[test]
+fn inserted_objects_keep_their_bytes_for_a_client_to_read() {
+    let (fake, plain, _composite) = fake_with_placed_objects();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
         let base = serve(&fake).await;
         let store = gcs_store(&base);
         let got = store.get(&Path::parse("pre/plain").unwrap()).await.unwrap();
-        assert_eq!(
-            got.meta.e_tag.as_deref(),
-            Some(format!("\"{}\"", plain.md5_hex()).as_str())
-        );
+        let md5_etag = format!("\"{}\"", plain.md5_hex());
+        assert_eq!(got.meta.e_tag, Some(md5_etag));
         assert_eq!(&got.bytes().await.unwrap()[..], b"before");
         let got = store
             .get(&Path::parse("pre/composite").unwrap())
@@ -202,13 +230,9 @@ fn inserted_objects_keep_their_bytes_and_are_served_to_a_client() {
         // The inserted objects can be composed.
         let composed = compose(&base, "both", "", &["pre/plain", "pre/composite"]).await;
         assert_eq!(composed.status(), StatusCode::OK, "{}", composed.text());
-        assert_eq!(
-            &fake.object_bytes(BUCKET, "both").unwrap()[..],
-            b"beforeparts"
-        );
-        assert_eq!(
-            composed.json()["crc32c"],
-            crc32c_base64(Digests::of(b"beforeparts").crc32c)
-        );
+        let both = fake.object_bytes(BUCKET, "both").unwrap();
+        assert_eq!(&both[..], b"beforeparts");
+        let crc = crc32c_base64(Digests::of(b"beforeparts").crc32c);
+        assert_eq!(composed.json()["crc32c"], crc);
     });
 }

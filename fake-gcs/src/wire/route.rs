@@ -462,17 +462,6 @@ mod tests {
                 bucket: "bkt".into()
             }
         );
-        assert_eq!(
-            route(Method::POST, "/storage/v1/b/bkt/o/a%2Fb/compose"),
-            Route::Compose {
-                bucket: "bkt".into(),
-                destination: "a/b".into()
-            }
-        );
-        assert!(matches!(
-            route(Method::POST, "/storage/v1/b/bkt/o/a/copyTo/b/bkt/o/c"),
-            Route::Invalid { status: 404, .. }
-        ));
         assert_eq!(route(Method::GET, "/storage/v1/b"), Route::BucketsList);
         assert_eq!(
             route(Method::GET, "/storage/v1/b/bkt"),
@@ -495,6 +484,25 @@ mod tests {
         assert!(matches!(
             route(Method::GET, "/bkt/%FF"),
             Route::Invalid { status: 400, .. }
+        ));
+    }
+
+    #[test]
+    fn compose_names_its_destination_and_copy_is_not_served() {
+        assert_eq!(
+            route(Method::POST, "/storage/v1/b/bkt/o/a%2Fb/compose"),
+            Route::Compose {
+                bucket: "bkt".into(),
+                destination: "a/b".into()
+            }
+        );
+        assert_eq!(
+            route(Method::POST, "/storage/v1/b/bkt/o/a%2Fb/compose").object(),
+            Some("a/b")
+        );
+        assert!(matches!(
+            route(Method::POST, "/storage/v1/b/bkt/o/a/copyTo/b/bkt/o/c"),
+            Route::Invalid { status: 404, .. }
         ));
     }
 
