@@ -92,6 +92,28 @@ async fn compose_concatenates_and_describes_a_composite_object() {
 }
 
 #[tokio::test]
+async fn a_listing_shows_each_object_s_own_etag() {
+    let (_fake, _clock, base) = manual_fake(config(true)).await;
+    put(&base, "l/a", b"one").await;
+    let composed = compose(&base, "l/b", "", &["l/a"]).await;
+    assert_eq!(composed.status(), StatusCode::OK, "{}", composed.text());
+    let store = gcs_store(&base);
+    let prefix = Path::parse("l").unwrap();
+    let listed = store.list_with_delimiter(Some(&prefix)).await.unwrap();
+    let etags: Vec<_> = listed
+        .objects
+        .iter()
+        .map(|o| o.e_tag.clone().unwrap())
+        .collect();
+    let head = send(&base, Method::HEAD, "/bkt/l/b", &[], "").await;
+    assert_eq!(etags[1], head.header("etag").unwrap());
+    assert!(
+        looks_like_md5(&etags[0]) && !looks_like_md5(&etags[1]),
+        "{etags:?}"
+    );
+}
+
+#[tokio::test]
 async fn compose_honours_preconditions_and_names_what_is_missing() {
     let (fake, _clock, base) = manual_fake(config(true)).await;
     put(&base, "a", b"one").await;
