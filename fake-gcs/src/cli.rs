@@ -70,9 +70,15 @@ impl Args {
             }
             None => FaultPlan::none(),
         };
+        // Names trimmed, empty ones dropped: `FAKE_GCS_BUCKETS=` means none.
+        let buckets: Vec<String> = (self.buckets.iter())
+            .map(|b| b.trim())
+            .filter(|b| !b.is_empty())
+            .map(str::to_string)
+            .collect();
         Ok(FakeGcsConfig {
-            auto_create_buckets: self.buckets.is_empty(),
-            buckets: self.buckets.clone(),
+            auto_create_buckets: buckets.is_empty(),
+            buckets,
             keep_bytes: !self.drop_bytes,
             seed: self.seed,
             faults,
@@ -140,10 +146,13 @@ mod tests {
 
     #[test]
     fn buckets_repeat_or_come_as_a_list() {
-        let args = parse(&["--bucket", "a", "--bucket", "b,c"]).unwrap();
-        assert_eq!(args.buckets, ["a", "b", "c"]);
+        let args = parse(&["--bucket", "a", "--bucket", "b, c,"]).unwrap();
         let config = args.config().unwrap();
+        assert_eq!(config.buckets, ["a", "b", "c"]);
         assert!(!config.auto_create_buckets);
+        // An empty list (as `FAKE_GCS_BUCKETS=` gives) names no bucket.
+        let empty = parse(&["--bucket", ""]).unwrap().config().unwrap();
+        assert!(empty.buckets.is_empty() && empty.auto_create_buckets);
     }
 
     #[test]
