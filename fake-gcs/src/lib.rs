@@ -90,4 +90,4 @@ pub use faults::{
     Fault, FaultPlan, FaultWindow, Ops, Outcome, PlanError, Refusal, RequestCapacity, SlowLatency,
 };
 pub use retry_test::Instruction;
-pub use wire::{ObjectRecord, Operation};
+pub use wire::{ObjectAttributes, ObjectRecord, Operation};
