@@ -1,19 +1,21 @@
 //! The JSON and XML APIs applied to the fake's state: one request, under the lock,
 //! with its whole body in hand. Parsing and answering are the wire layer's
 //! ([`crate::wire`]); what is here is the bucket side: does the bucket exist, do the
-//! preconditions hold against the live generation, what is stored, listed, read
-//! or deleted.
+//! preconditions hold against the live generation, what is stored, composed,
+//! listed, read or deleted.
 
-use bytes::Bytes;
+use std::num::NonZeroU32;
+
+use bytes::{Bytes, BytesMut};
 use http::HeaderMap;
 
-use crate::bucket::{Bucket, StoredObject};
-use crate::fake::{FakeGcs, State};
+use crate::bucket::Bucket;
+use crate::fake::{FakeGcs, NewObject, State};
 use crate::handler::Target;
 use crate::wire::{
-    self, Api, Declared, ListQuery, ObjectRecord, Preconditions, Progress, Query, Rejection, Reply,
-    RequestHead, Route, Session, Upload, UploadKind, error_reply, etag_matches, header,
-    resolve_range,
+    self, Api, Compose, Declared, Digests, ListQuery, MAX_COMPONENTS, ObjectRecord, Preconditions,
+    Progress, Query, Rejection, Reply, RequestHead, Route, Session, Upload, UploadKind,
+    error_reply, etag_matches, header, resolve_range,
 };
 
 /// What serving a request did: the reply and, for the request log, whether it wrote
@@ -40,6 +42,12 @@ impl From<Reply> for Served {
 
 const NO_SESSION: &str = "No such upload session.";
 
+/// Why a download or compose cannot have an object's bytes.
+const NO_BYTES: &str = "This fake keeps only digests of objects written by requests \
+    (keep_bytes is off), so it cannot serve their contents: set \
+    FakeGcsConfig::keep_bytes, or run fake-gcs without --drop-bytes (it keeps bytes by \
+    default, as with --keep-bytes).";
+
 impl FakeGcs {
     /// Serves `target` with `data` against the state, under the lock.
     pub(crate) fn serve(
@@ -49,6 +57,9 @@ impl FakeGcs {
         query: &Query,
         data: Bytes,
     ) -> Served {
+        if let Target::Fake(control) = target {
+            return self.control(*control, headers, &data).into();
+        }
         let now_ms = self.inner.clock.now_unix_ms();
         let base = format!("http://{}", header(headers, "host").unwrap_or("localhost"));
         let mut state = self.state();
@@ -61,6 +72,7 @@ impl FakeGcs {
             now_ms,
         };
         match target {
+            Target::Fake(_) => unreachable!("the fake's control API is served without the lock"),
             Target::Control(control) => ctx.state.retry_tests.answer(control, &data).into(),
             Target::Api(route) => {
                 let api = route.api();
@@ -114,6 +126,10 @@ impl Ctx<'_> {
             Route::XmlPut { bucket, name } => {
                 self.store(Upload::xml_put(bucket, name, request, data)?)?
             }
+            Route::Compose {
+                bucket,
+                destination,
+            } => self.compose(Compose::parse(bucket, destination, request, &data)?)?,
             Route::Invalid {
                 status, message, ..
             } => return Err(Rejection::status(*status, message.clone())),
@@ -267,7 +283,7 @@ impl Ctx<'_> {
             },
         };
         let mut reply = Reply::new(if range.is_some() { 206 } else { 200 })
-            .header("content-type", r.content_type.to_string())
+            .attribute_headers(r)
             .object_headers(r, etag)
             .header("x-goog-storage-class", "STANDARD")
             .header("accept-ranges", "bytes");
@@ -283,11 +299,7 @@ impl Ctx<'_> {
         match bytes {
             Some(bytes) if len > 0 => Ok(reply.body(bytes.slice(start as usize..=end as usize))),
             Some(_) => Ok(reply),
-            None => Err(Rejection::status(
-                501,
-                "This fake keeps only digests of objects (keep_bytes is off); \
-                 run it with --keep-bytes to download contents.",
-            )),
+            None => Err(Rejection::status(501, NO_BYTES)),
         }
     }
 
@@ -319,7 +331,7 @@ impl Ctx<'_> {
         let keep_bytes = self.fake.inner.keep_bytes;
         let now_ms = self.now_ms;
         let state = &mut *self.state;
-        let Some(b) = state.buckets.get_mut(&upload.bucket) else {
+        let Some(b) = state.buckets.get(&upload.bucket) else {
             return Err(Rejection::NoSuchBucket(upload.bucket));
         };
         let digests = upload.digests()?;
@@ -332,19 +344,15 @@ impl Ctx<'_> {
                 ..Rejection::PreconditionFailed.reply(upload.api).into()
             });
         }
-        let generation = (state.last_generation + 1).max(now_ms as i64 * 1000);
-        state.last_generation = generation;
-        let record = ObjectRecord {
+        let object = NewObject {
             name: upload.name,
-            generation,
-            size: upload.data.len() as u64,
-            crc32c: digests.crc32c,
-            md5: digests.md5,
-            created_unix_ms: now_ms,
+            data: upload.data,
+            digests,
             content_type: upload.content_type,
+            attributes: upload.attributes,
+            component_count: None,
         };
-        let (key, stored) = StoredObject::new(record.clone(), keep_bytes.then_some(upload.data));
-        b.objects.insert(key, stored);
+        let record = state.commit(&upload.bucket, object, now_ms, keep_bytes);
         state.stats.objects_committed += 1;
         Ok(Served {
             reply: wire::uploaded(upload.api, &self.base, &upload.bucket, &record),
@@ -352,6 +360,88 @@ impl Ctx<'_> {
             bucket: None,
             object: Some(record.name),
         })
+    }
+
+    /// Stores the concatenation of `compose`'s sources as a composite object, if
+    /// the bucket and every source exist (in the generation asked for, with their
+    /// preconditions holding), their bytes are kept, and the destination's
+    /// preconditions hold. The result keeps its bytes (it could be made only
+    /// because its sources' were there).
+    fn compose(&mut self, compose: Compose) -> Result<Served, Rejection> {
+        self.ensure_bucket(&compose.bucket);
+        let (data, components) = self.concatenate(&compose)?;
+        let now_ms = self.now_ms;
+        let state = &mut *self.state;
+        let b = &state.buckets[&compose.bucket];
+        let current = b.objects.get(&compose.destination).map(|o| o.generation);
+        if !compose.preconditions.hold(current) {
+            state.stats.precondition_failures += 1;
+            return Err(Rejection::PreconditionFailed);
+        }
+        let object = NewObject {
+            name: compose.destination,
+            digests: Digests::of(&data),
+            data,
+            content_type: compose.content_type,
+            attributes: compose.attributes,
+            component_count: Some(components),
+        };
+        let record = state.commit(&compose.bucket, object, now_ms, true);
+        state.stats.objects_committed += 1;
+        Ok(Served {
+            reply: Reply::json(200, &record.json_resource(&self.base, &compose.bucket)),
+            committed: true,
+            bucket: None,
+            object: Some(record.name),
+        })
+    }
+
+    /// The sources' bytes, concatenated, and how many non-composite components
+    /// they add up to.
+    fn concatenate(&mut self, compose: &Compose) -> Result<(Bytes, NonZeroU32), Rejection> {
+        let max_bytes = self.fake.inner.limits.max_request_bytes;
+        let state = &mut *self.state;
+        let Some(b) = state.buckets.get(&compose.bucket) else {
+            return Err(Rejection::NoSuchBucket(compose.bucket.clone()));
+        };
+        let mut data = BytesMut::new();
+        let mut components = 0u32;
+        for source in &compose.sources {
+            let object = b
+                .objects
+                .get(&source.name)
+                .filter(|o| source.generation.is_none_or(|g| g == o.generation))
+                .ok_or_else(|| Rejection::NoSuchObject {
+                    bucket: compose.bucket.clone(),
+                    name: source.name.clone(),
+                })?;
+            if source
+                .if_generation_match
+                .is_some_and(|g| g != object.generation)
+            {
+                state.stats.precondition_failures += 1;
+                return Err(Rejection::PreconditionFailed);
+            }
+            let bytes = object
+                .bytes
+                .as_ref()
+                .ok_or(Rejection::status(501, NO_BYTES))?;
+            if (data.len() + bytes.len()) as u64 > max_bytes {
+                let message = format!(
+                    "the composite object would exceed the fake's limit of {max_bytes} bytes"
+                );
+                return Err(Rejection::status(413, message));
+            }
+            data.extend_from_slice(bytes);
+            components += object.component_count.map_or(1, NonZeroU32::get);
+        }
+        if components > MAX_COMPONENTS {
+            return Err(Rejection::invalid(format!(
+                "The composite object would have {components} components; at most {MAX_COMPONENTS}."
+            )));
+        }
+        let components = NonZeroU32::new(components).expect("at least one source");
+        Ok((data.freeze(), components))
     }
 
     /// Opens a resumable session, if the bucket exists and the preconditions hold

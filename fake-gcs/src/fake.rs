@@ -1,18 +1,22 @@
 //! The fake itself: its configuration, the state one mutex guards, what it counts
-//! and reports per request, and what a test or a checker can read back.
+//! and reports per request, what a test or a checker can read back, and what it
+//! can change without a request (objects placed directly, faults from now, a
+//! reset).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::bucket::Bucket;
+use crate::bucket::{Bucket, StoredObject};
 use crate::clock::SimClock;
 use crate::faults::{Fault, FaultEngine, FaultPlan, PlanError};
 use crate::retry_test::{Instruction, RetryTests};
-use crate::wire::{ObjectRecord, Operation, Sessions};
+use crate::wire::{self, Digests, ObjectAttributes, ObjectRecord, Operation, Sessions};
 
 /// Bounds on what the fake holds. Each has a default suited to both the long
 /// replays and ad-hoc use.
@@ -51,9 +55,11 @@ pub struct FakeGcsConfig {
     /// Create a bucket the first time a request names it (instead of 404). Default
     /// false.
     pub auto_create_buckets: bool,
-    /// Keep object bytes (needed to download); otherwise only digests are kept and
-    /// a download gets 501. Default false: the long replays write millions of
-    /// objects.
+    /// Keep object bytes (needed to download and compose); otherwise only digests
+    /// are kept and a download gets 501. Default false: the long replays write
+    /// millions of objects. (The `fake-gcs` binary keeps them unless told
+    /// `--drop-bytes`.) Objects placed with [`FakeGcs::insert_object`] keep their
+    /// bytes either way.
     pub keep_bytes: bool,
     /// Seed of the one RNG every fault draw comes from.
     pub seed: u64,
@@ -63,9 +69,10 @@ pub struct FakeGcsConfig {
     pub limits: Limits,
 }
 
-/// Counters over all requests so far. `by_status` plus `dropped` add up to
-/// `requests` once every request has finished.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Counters over all requests so far (those of the `/_fake/` control API are not
+/// counted). `by_status` plus `dropped` add up to `requests` once every request
+/// has finished.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FakeStats {
     /// Requests received.
     pub requests: u64,
@@ -79,8 +86,10 @@ pub struct FakeStats {
     pub by_fault: BTreeMap<String, u64>,
     /// Requests the capacity model shed (also counted in `by_fault` as `shed`).
     pub shed: u64,
-    /// Objects written (each successful create or overwrite).
+    /// Objects written by requests (each successful create, overwrite or compose).
     pub objects_committed: u64,
+    /// Objects placed with [`FakeGcs::insert_object`], not by a request.
+    pub objects_inserted: u64,
     /// Writes refused by a precondition (412).
     pub precondition_failures: u64,
 }
@@ -117,6 +126,9 @@ pub struct FakeGcs {
 
 pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn SimClock>,
+    /// The buckets and seed of the configuration, for a reset.
+    pub(crate) initial_buckets: Vec<String>,
+    pub(crate) seed: u64,
     pub(crate) keep_bytes: bool,
     pub(crate) auto_create_buckets: bool,
     pub(crate) limits: Limits,
@@ -146,27 +158,81 @@ impl fmt::Debug for FakeGcs {
     }
 }
 
+/// An object about to be stored: all but its generation and creation time.
+pub(crate) struct NewObject {
+    pub(crate) name: String,
+    pub(crate) data: Bytes,
+    pub(crate) digests: Digests,
+    pub(crate) content_type: Cow<'static, str>,
+    pub(crate) attributes: ObjectAttributes,
+    pub(crate) component_count: Option<NonZeroU32>,
+}
+
+impl State {
+    /// The state of a fake just built: `buckets` (empty, created at `now_ms`), the
+    /// plan's faults drawn from `seed`, nothing else.
+    fn new(buckets: &[String], faults: FaultPlan, seed: u64, limits: Limits, now_ms: u64) -> Self {
+        State {
+            buckets: buckets
+                .iter()
+                .map(|b| (b.clone(), Bucket::new(now_ms)))
+                .collect(),
+            faults: FaultEngine::new(faults, seed),
+            retry_tests: RetryTests::new(limits.max_retry_tests),
+            uploads: Sessions::new(limits.max_upload_sessions),
+            last_generation: 0,
+            stats: FakeStats::default(),
+        }
+    }
+
+    /// Stores `object` in `bucket` (created if missing) as a new generation, with
+    /// its bytes when `keep_bytes`; returns its record. Preconditions are the
+    /// caller's to check first, under the same lock.
+    pub(crate) fn commit(
+        &mut self,
+        bucket: &str,
+        object: NewObject,
+        now_ms: u64,
+        keep_bytes: bool,
+    ) -> ObjectRecord {
+        let generation = (self.last_generation + 1).max(now_ms as i64 * 1000);
+        self.last_generation = generation;
+        let record = ObjectRecord {
+            name: object.name,
+            generation,
+            size: object.data.len() as u64,
+            crc32c: object.digests.crc32c,
+            md5: object.digests.md5,
+            created_unix_ms: now_ms,
+            content_type: object.content_type,
+            attributes: object.attributes.boxed(),
+            component_count: object.component_count,
+        };
+        let (key, stored) = StoredObject::new(record.clone(), keep_bytes.then_some(object.data));
+        let b = self.buckets.entry(bucket.to_string());
+        b.or_insert_with(|| Bucket::new(now_ms))
+            .objects
+            .insert(key, stored);
+        record
+    }
+}
+
 impl FakeGcs {
     /// Builds the fake. Fails when the fault plan is invalid.
     pub fn new(config: FakeGcsConfig, clock: Arc<dyn SimClock>) -> Result<Self, PlanError> {
         config.faults.validate()?;
-        let created = clock.now_unix_ms();
-        let buckets = config
-            .buckets
-            .iter()
-            .map(|b| (b.clone(), Bucket::new(created)))
-            .collect();
-        let state = State {
-            buckets,
-            faults: FaultEngine::new(config.faults, config.seed),
-            retry_tests: RetryTests::new(config.limits.max_retry_tests),
-            uploads: Sessions::new(config.limits.max_upload_sessions),
-            last_generation: 0,
-            stats: FakeStats::default(),
-        };
+        let state = State::new(
+            &config.buckets,
+            config.faults,
+            config.seed,
+            config.limits,
+            clock.now_unix_ms(),
+        );
         Ok(Self {
             inner: Arc::new(Inner {
                 clock,
+                initial_buckets: config.buckets,
+                seed: config.seed,
                 keep_bytes: config.keep_bytes,
                 auto_create_buckets: config.auto_create_buckets,
                 limits: config.limits,
@@ -223,7 +289,42 @@ impl FakeGcs {
         Some(state.buckets.get(bucket)?.objects.get(name)?.record(name))
     }
 
-    /// One object's bytes, when the fake keeps bytes.
+    /// Places an object directly, without a request (objects that exist before a
+    /// run, or another writer's during one): `bytes` become the live generation of
+    /// `bucket/name` (the bucket is created if missing), with `content_type` (the
+    /// default `application/octet-stream` when `None`) and `attributes`. A
+    /// `composite` object is described as Cloud Storage describes one made by
+    /// compose (of one component): no MD5 is shown and its XML ETag is not an MD5.
+    ///
+    /// Its bytes are kept even when [`FakeGcsConfig::keep_bytes`] is off, so that
+    /// a client can read them back. Takes the fake's one lock briefly (the digests
+    /// are computed before); callable from any thread, inside or outside a
+    /// runtime. Counted in [`FakeStats::objects_inserted`], not as a request.
+    pub fn insert_object(
+        &self,
+        bucket: &str,
+        name: &str,
+        bytes: Bytes,
+        content_type: Option<&str>,
+        attributes: ObjectAttributes,
+        composite: bool,
+    ) -> ObjectRecord {
+        let object = NewObject {
+            name: name.to_string(),
+            digests: Digests::of(&bytes),
+            data: bytes,
+            content_type: wire::content_type(content_type),
+            attributes,
+            component_count: composite.then_some(NonZeroU32::MIN),
+        };
+        let now_ms = self.inner.clock.now_unix_ms();
+        let mut state = self.state();
+        state.stats.objects_inserted += 1;
+        state.commit(bucket, object, now_ms, true)
+    }
+
+    /// One object's bytes, when the fake keeps them (see
+    /// [`FakeGcsConfig::keep_bytes`] and [`insert_object`](Self::insert_object)).
     pub fn object_bytes(&self, bucket: &str, name: &str) -> Option<Bytes> {
         let state = self.state();
         state.buckets.get(bucket)?.objects.get(name)?.bytes.clone()
@@ -232,6 +333,56 @@ impl FakeGcs {
     /// The counters so far.
     pub fn stats(&self) -> FakeStats {
         self.state().stats.clone()
+    }
+
+    /// Time since t = 0 of the fake's clock: the axis fault windows are placed on.
+    pub fn elapsed(&self) -> Duration {
+        self.inner.clock.elapsed()
+    }
+
+    /// Adds `plan`'s fault windows, refusals and capacity with offsets relative to
+    /// now (the fake's clock): a window `from = "0s", until = "30s"` covers the
+    /// next 30 seconds. Its windows are consulted before those already in force,
+    /// so an outage asked for now is not hidden by the plan the fake started with;
+    /// its capacity, if any, replaces the one in force. Now is taken to the
+    /// millisecond (so offsets read `1m 40s 250ms`, not nanoseconds). Returns the
+    /// plan now in force (offsets from t = 0). Fails, changing nothing, when
+    /// `plan` is invalid.
+    pub fn add_faults(&self, plan: FaultPlan) -> Result<FaultPlan, PlanError> {
+        plan.validate()?;
+        let now = Duration::from_millis(self.elapsed().as_millis() as u64);
+        let mut state = self.state();
+        state.faults.add(plan, now);
+        Ok(state.faults.plan().clone())
+    }
+
+    /// The fault plan in force, with offsets from t = 0 of the fake's clock.
+    pub fn faults(&self) -> FaultPlan {
+        self.state().faults.plan().clone()
+    }
+
+    /// Removes every fault window, refusal and capacity limit.
+    pub fn clear_faults(&self) {
+        self.state().faults.clear();
+    }
+
+    /// Back to the state the fake was built in, without its faults: the
+    /// configured buckets, empty (others are forgotten); no faults (the RNG
+    /// seeded again); no statistics, upload sessions, retry tests or scripted
+    /// instructions. Generations keep growing from where they were.
+    pub fn reset(&self) {
+        let now_ms = self.inner.clock.now_unix_ms();
+        let inner = &self.inner;
+        let mut state = self.state();
+        let last_generation = state.last_generation;
+        *state = State::new(
+            &inner.initial_buckets,
+            FaultPlan::none(),
+            inner.seed,
+            inner.limits,
+            now_ms,
+        );
+        state.last_generation = last_generation;
     }
 
     /// Calls `observer` for every finished request, outside the fake's lock.

@@ -183,7 +183,8 @@ fn default_stall_after() -> ByteSize {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Ops {
-    /// Uploads and deletes (`storage.objects.insert`, `storage.objects.delete`).
+    /// Uploads, deletes and composes (`storage.objects.insert`,
+    /// `storage.objects.delete`, `storage.objects.compose`).
     #[default]
     Writes,
     /// Everything else: gets, lists, bucket metadata.
@@ -354,7 +355,7 @@ pub struct PlanError {
 }
 
 impl PlanError {
-    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             message: message.into(),
@@ -374,6 +375,20 @@ impl FaultPlan {
         let table: toml::Table = text
             .parse()
             .map_err(|e: toml::de::Error| PlanError::new("(toml)", e.to_string()))?;
+        Self::from_table(table)
+    }
+
+    /// Parses and validates a plan written as JSON, with the keys of the TOML
+    /// form: `{"fault": [{"until": "30s", "mix": {"503": 1.0}}], "capacity": {...},
+    /// "refuse": [...]}`. Errors name the field as [`from_toml`](Self::from_toml)
+    /// does.
+    pub fn from_json(text: &[u8]) -> Result<FaultPlan, PlanError> {
+        let table: toml::Table = serde_json::from_slice(text)
+            .map_err(|e| PlanError::new("(json)", format!("not a JSON object: {e}")))?;
+        Self::from_table(table)
+    }
+
+    fn from_table(table: toml::Table) -> Result<FaultPlan, PlanError> {
         let mut plan = FaultPlan::default();
         for (key, value) in table {
             match key.as_str() {
@@ -550,6 +565,12 @@ impl FaultWindow {
 }
 
 impl RequestCapacity {
+    /// A full token bucket at `now`.
+    fn bucket(&self, now: Duration) -> TokenBucket {
+        let burst = self.burst.unwrap_or(self.requests_per_second).max(1.0);
+        TokenBucket::new(self.requests_per_second, burst, now)
+    }
+
     fn validate(&self, at: &str) -> Result<(), PlanError> {
         let rps = self.requests_per_second;
         if !(rps.is_finite() && rps > 0.0) {
@@ -728,10 +749,7 @@ pub(crate) struct FaultEngine {
 impl FaultEngine {
     /// Compiles a validated plan.
     pub(crate) fn new(plan: FaultPlan, seed: u64) -> Self {
-        let global = plan.capacity.map(|c| {
-            let burst = c.burst.unwrap_or(c.requests_per_second).max(1.0);
-            TokenBucket::new(c.requests_per_second, burst, Duration::ZERO)
-        });
+        let global = plan.capacity.map(|c| c.bucket(Duration::ZERO));
         let window_buckets = vec![None; plan.windows.len()];
         Self {
             plan,
@@ -739,6 +757,38 @@ impl FaultEngine {
             global,
             window_buckets,
         }
+    }
+
+    /// The plan in force.
+    pub(crate) fn plan(&self) -> &FaultPlan {
+        &self.plan
+    }
+
+    /// Adds a validated `plan` whose offsets count from `now`: its windows go
+    /// first, its refusals after those in force, its capacity (full at `now`)
+    /// replaces the one in force.
+    pub(crate) fn add(&mut self, plan: FaultPlan, now: Duration) {
+        let windows = plan.windows.into_iter().map(|w| FaultWindow {
+            from: w.from + now,
+            until: w.until.map(|until| until + now),
+            ..w
+        });
+        let added: Vec<FaultWindow> = windows.collect();
+        self.window_buckets
+            .splice(0..0, std::iter::repeat_n(None, added.len()));
+        self.plan.windows.splice(0..0, added);
+        self.plan.refusals.extend(plan.refusals);
+        if let Some(capacity) = plan.capacity {
+            self.global = Some(capacity.bucket(now));
+            self.plan.capacity = Some(capacity);
+        }
+    }
+
+    /// No windows, refusals or capacity any more; the RNG carries on.
+    pub(crate) fn clear(&mut self) {
+        self.plan = FaultPlan::none();
+        self.global = None;
+        self.window_buckets.clear();
     }
 
     /// Decides what happens to a request for `op` arriving at `now`: `None` to
@@ -1133,5 +1183,54 @@ prefix = "poison/"
         assert_eq!(err.field, "refuse[0].status");
         let err = FaultPlan::from_toml("[[refuse]]\nprefix = \"\"\n").unwrap_err();
         assert_eq!(err.field, "refuse[0].prefix");
+    }
+
+    #[test]
+    fn a_json_plan_reads_as_the_toml_one_and_names_a_bad_field() {
+        let json =
+            br#"{"fault": [{"until": "30s", "mix": {"503": 1.0}}], "refuse": [{"prefix": "p/"}]}"#;
+        let toml =
+            "[[fault]]\nuntil = \"30s\"\nmix = { \"503\" = 1.0 }\n[[refuse]]\nprefix = \"p/\"\n";
+        assert_eq!(
+            FaultPlan::from_json(json).unwrap(),
+            FaultPlan::from_toml(toml).unwrap()
+        );
+        let e = FaultPlan::from_json(br#"{"fault": [{}, {"shar": 1}]}"#).unwrap_err();
+        assert!(
+            e.to_string().starts_with("fault[1]: unknown field `shar`"),
+            "{e}"
+        );
+        let e = FaultPlan::from_json(b"[1]").unwrap_err();
+        assert_eq!(e.field, "(json)");
+    }
+
+    #[test]
+    fn windows_added_later_count_from_then_and_come_first() {
+        let started = FaultPlan::from_toml("[[fault]]\nmix = { \"429\" = 1.0 }\n").unwrap();
+        let mut engine = FaultEngine::new(started, 1);
+        let now = Duration::from_secs(100);
+        let outage = FaultPlan::from_toml(
+            "[[fault]]\nuntil = \"30s\"\nmix = { \"503\" = 1.0 }\n[capacity]\nrequests_per_second = 1\n",
+        )
+        .unwrap();
+        engine.add(outage, now);
+        let window = &engine.plan().windows[0];
+        assert_eq!(
+            (window.from, window.until),
+            (now, Some(now + Duration::from_secs(30)))
+        );
+        let label = |engine: &mut FaultEngine, at| {
+            engine
+                .decide(Operation::ObjectsInsert, None, at)
+                .map(|(fault, _)| fault.label())
+        };
+        assert_eq!(label(&mut engine, now), Some("503".to_string()));
+        // The capacity added at `now` started full (one request), and is empty.
+        assert_eq!(label(&mut engine, now), Some("shed".to_string()));
+        let later = now + Duration::from_secs(31);
+        assert_eq!(label(&mut engine, later), Some("429".to_string()));
+        engine.clear();
+        assert_eq!(label(&mut engine, later), None);
+        assert_eq!(engine.plan(), &FaultPlan::none());
     }
 }

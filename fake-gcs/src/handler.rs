@@ -16,6 +16,7 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Body, Frame, Incoming};
 
 use crate::api::Served;
+use crate::control::FakeControl;
 use crate::fake::{FakeGcs, RequestEvent};
 use crate::faults::{Action, Fault};
 use crate::retry_test::{Control, UnknownTest};
@@ -36,16 +37,24 @@ impl std::fmt::Display for Dropped {
 
 impl std::error::Error for Dropped {}
 
-/// What a request asks of the fake: its control API, or Cloud Storage's.
+/// What a request asks of the fake: its own control API, the storage-testbench's,
+/// or Cloud Storage's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Target {
+    Fake(FakeControl),
     Control(Control),
     Api(Route),
 }
 
 impl Target {
     fn parse(method: &Method, uri: &Uri, query: &Query) -> Self {
-        match Control::parse(method, uri.path()) {
+        let path = uri.path();
+        match FakeControl::parse(method, path) {
+            Some(Ok(control)) => return Target::Fake(control),
+            Some(Err(not_found)) => return Target::Api(not_found),
+            None => {}
+        }
+        match Control::parse(method, path) {
             Some(Ok(control)) => Target::Control(control),
             Some(Err(not_found)) => Target::Api(not_found),
             None => Target::Api(Route::parse(method, uri, query)),
@@ -54,6 +63,7 @@ impl Target {
 
     fn operation(&self) -> Operation {
         match self {
+            Target::Fake(_) => Operation::FakeControl,
             Target::Control(_) => Operation::RetryTest,
             Target::Api(route) => route.operation(),
         }
@@ -61,7 +71,7 @@ impl Target {
 
     fn api(&self) -> Api {
         match self {
-            Target::Control(_) => Api::Json,
+            Target::Fake(_) | Target::Control(_) => Api::Json,
             Target::Api(route) => route.api(),
         }
     }
@@ -343,7 +353,7 @@ impl Track {
     fn new(fake: &FakeGcs, at: Duration, target: &Target) -> Self {
         let route = match target {
             Target::Api(route) => Some(route),
-            Target::Control(_) => None,
+            Target::Fake(_) | Target::Control(_) => None,
         };
         Track {
             fake: fake.clone(),
@@ -394,7 +404,7 @@ impl Drop for Track {
             dropped = self.dropped.unwrap_or(""),
             "request"
         );
-        {
+        if self.operation.is_counted() {
             let mut state = self.fake.state();
             match self.status {
                 Some(status) => *state.stats.by_status.entry(status).or_default() += 1,
@@ -439,6 +449,9 @@ impl FakeGcs {
         test_id: Option<&str>,
         at: Duration,
     ) -> Result<Option<(Fault, Action)>, UnknownTest> {
+        if !op.is_counted() {
+            return Ok(None);
+        }
         let mut state = self.state();
         state.stats.requests += 1;
         *state

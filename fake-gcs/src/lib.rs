@@ -14,25 +14,35 @@
 //!   `multipart` (chunked bodies accepted) and `resumable` (then `PUT`s with
 //!   `Content-Range`)); `GET /storage/v1/b/{b}/o/{o}` (metadata, `alt=media` for
 //!   bytes, also under `/download/...`); `GET /storage/v1/b/{b}/o` (list: `prefix`,
-//!   `delimiter`, `maxResults`, `pageToken`); `GET /storage/v1/b[/{b}]`; `DELETE`.
+//!   `delimiter`, `maxResults`, `pageToken`); `GET /storage/v1/b[/{b}]`; `DELETE`;
+//!   `POST /storage/v1/b/{b}/o/{o}/compose` (composite objects, with Cloud
+//!   Storage's non-MD5 ETags and `componentCount`).
 //! - XML API: `PUT`/`GET`/`HEAD`/`DELETE /{b}/{o}` (percent-decoded names; `ETag` =
 //!   quoted hex MD5; `x-goog-generation`, `x-goog-hash`, `Last-Modified`; `Range`,
 //!   `If-Match`, `If-None-Match`) and `GET /{b}?list-type=2` (what `object_store`
 //!   lists with).
+//! - Object attributes ([`wire::ObjectAttributes`]: content encoding, cache
+//!   control, content disposition, content language, custom metadata) from every
+//!   upload kind, shown in the JSON resource and as `GET`/`HEAD` headers.
 //! - Preconditions on every write (`ifGenerationMatch`, `ifGenerationNotMatch`,
 //!   `x-goog-if-generation-match`): 412 with Cloud Storage's JSON or XML error body.
 //! - Declared digests (`x-goog-hash`, multipart metadata `crc32c`/`md5Hash`,
 //!   `Content-MD5`) are checked: a mismatch is 400 and nothing is stored.
 //! - The storage-testbench control API (`/retry_test`, `x-retry-test-id`), see
 //!   [`Instruction`].
+//! - Its own control API under `/_fake/`: fault windows relative to now
+//!   ([`FakeGcs::add_faults`]), a reset ([`FakeGcs::reset`]) and the statistics as
+//!   JSON ([`FakeStats`]).
 //!
 //! ## Design constraints
 //!
 //! - One mutex guards all state; it is never held across an await. Request bodies
 //!   are read before the lock is taken, so a write and its precondition check are
 //!   atomic.
-//! - Per object about 100 bytes plus the name, and the bytes only with
-//!   [`FakeGcsConfig::keep_bytes`]. Request bodies are bounded by
+//! - Per object 88 bytes plus the name (a pointer more, with its content type and
+//!   attributes behind it, when they are not the defaults), and the bytes only with
+//!   [`FakeGcsConfig::keep_bytes`], for composite objects, or for objects placed
+//!   with [`FakeGcs::insert_object`]. Request bodies are bounded by
 //!   [`Limits::max_request_bytes`] (default 64 MiB).
 //! - Every random choice comes from one seeded RNG ([`FaultPlan`]); time comes from a
 //!   [`SimClock`]. No real time, no hash-map iteration.
@@ -55,8 +65,9 @@
 //! | `bucket.rs` | what a bucket holds, listing in name order |
 //! | `faults.rs` | [`FaultPlan`]: fault windows and capacity, one seeded RNG |
 //! | `retry_test.rs` | the storage-testbench control API and its [`Instruction`]s |
+//! | `control.rs` | the fake's own control API (`/_fake/faults`, `/_fake/reset`, `/_fake/stats`) |
 //! | `clock.rs` | [`SimClock`], [`TokioClock`] |
-//! | `cli.rs` | the `fake-gcs` command line ([`cli::run`]) |
+//! | `cli.rs` | the `fake-gcs` command line and its `FAKE_GCS_*` variables ([`cli::run`]) |
 //! | `wire/` | Cloud Storage's wire protocol (see [`wire`]) |
 
 #![warn(missing_docs)]
@@ -65,6 +76,7 @@ mod api;
 mod bucket;
 pub mod cli;
 mod clock;
+mod control;
 mod fake;
 mod faults;
 mod handler;
@@ -78,4 +90,4 @@ pub use faults::{
     Fault, FaultPlan, FaultWindow, Ops, Outcome, PlanError, Refusal, RequestCapacity, SlowLatency,
 };
 pub use retry_test::Instruction;
-pub use wire::{ObjectRecord, Operation};
+pub use wire::{ObjectAttributes, ObjectRecord, Operation};

@@ -1,5 +1,6 @@
 //! `fake-gcs`: the Cloud Storage fake on a real port (see docs/fake-gcs.md).
 
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -16,7 +17,12 @@ struct Cli {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+    // Colours only on a terminal, so that a CI log (or a script reading the
+    // `addr=` of the first line) gets plain text.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stdout().is_terminal())
+        .init();
     match fake_gcs::cli::run(cli.args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

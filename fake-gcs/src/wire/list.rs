@@ -142,11 +142,11 @@ impl ListPage {
         for r in &self.objects {
             let _ = write!(
                 xml,
-                "<Contents><Key>{}</Key><Generation>{}</Generation><MetaGeneration>1</MetaGeneration><LastModified>{}</LastModified><ETag>\"{}\"</ETag><Size>{}</Size></Contents>",
+                "<Contents><Key>{}</Key><Generation>{}</Generation><MetaGeneration>1</MetaGeneration><LastModified>{}</LastModified><ETag>{}</ETag><Size>{}</Size></Contents>",
                 esc(&r.name),
                 r.generation,
                 rfc3339_millis(r.created_unix_ms),
-                r.md5_hex(),
+                r.xml_etag(),
                 r.size
             );
         }

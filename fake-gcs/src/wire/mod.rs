@@ -21,9 +21,11 @@
 //! | `route.rs` | [`Route`], [`Api`], [`UploadKind`], [`Query`] |
 //! | `operation.rs` | [`Operation`]: the storage-testbench's name for each |
 //! | `upload.rs` | [`Upload`]: media, multipart, resumable start, XML `PUT` |
+//! | `attributes.rs` | [`ObjectAttributes`]: encoding, cache control, disposition, language, custom metadata |
+//! | `compose.rs` | [`Compose`]: the compose request |
 //! | `multipart.rs` | `multipart/related` bodies |
 //! | `resumable.rs` | `Content-Range`, [`Session`], [`Sessions`], 308 answers |
-//! | `object.rs` | [`ObjectRecord`]: JSON resource, XML headers, ETags |
+//! | `object.rs` | [`ObjectRecord`]: JSON resource, XML headers, ETags (composite objects too) |
 //! | `bucket.rs` | the JSON bucket resource |
 //! | `list.rs` | list parameters and pages, in JSON and XML |
 //! | `range.rs` | the `Range` header of downloads |
@@ -33,7 +35,9 @@
 //! | `reply.rs` | [`Reply`]: a response before it is sent |
 //! | `encoding.rs` | dates, percent-encoding, XML escaping |
 
+mod attributes;
 mod bucket;
+mod compose;
 mod digest;
 mod encoding;
 mod error;
@@ -48,6 +52,8 @@ mod resumable;
 mod route;
 mod upload;
 
+pub use attributes::{META_HEADER_PREFIX, ObjectAttributes};
+pub use compose::{Compose, ComposeSource, MAX_COMPONENTS, MAX_COMPOSE_SOURCES};
 pub use digest::{Declared, Digests, Mismatch, crc32c_base64, md5_base64, md5_hex};
 pub use error::{Rejection, error_reply};
 pub use object::{ObjectRecord, uploaded};
@@ -63,3 +69,4 @@ pub(crate) use bucket::{bucket_list, bucket_resource};
 pub(crate) use list::{ListPage, ListQuery};
 pub(crate) use object::etag_matches;
 pub(crate) use range::resolve_range;
+pub(crate) use upload::content_type;

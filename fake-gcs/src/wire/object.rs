@@ -1,13 +1,20 @@
 //! An object as the APIs describe it: [`ObjectRecord`] (what is kept per object),
 //! the JSON API's object resource, the XML API's response headers, ETags and
 //! `x-goog-hash`, and the answer to a successful upload.
+//!
+//! Composite objects (made by compose) are described as Cloud Storage describes
+//! them: no MD5 anywhere (no `md5Hash`, `x-goog-hash` with `crc32c` only), a
+//! `componentCount`, and an XML ETag that is not an MD5 (see
+//! [`ObjectRecord::xml_etag`]).
 
 use std::borrow::Cow;
+use std::num::NonZeroU32;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
 
+use crate::wire::attributes::{NO_ATTRIBUTES, ObjectAttributes};
 use crate::wire::digest::{self, Digests};
 use crate::wire::encoding::{encode_component, http_date, rfc3339_millis};
 use crate::wire::reply::Reply;
@@ -25,15 +32,32 @@ pub struct ObjectRecord {
     pub size: u64,
     /// CRC32C of the bytes.
     pub crc32c: u32,
-    /// MD5 of the bytes.
+    /// MD5 of the bytes. The fake knows it for every object, but shows it only for
+    /// objects that are not composite, as Cloud Storage does.
     pub md5: [u8; 16],
     /// Wall time of creation, milliseconds since the Unix epoch.
     pub created_unix_ms: u64,
     /// The content type given at upload.
     pub content_type: Cow<'static, str>,
+    /// The other attributes given at upload; `None` when none was (see
+    /// [`attributes`](Self::attributes) for a reference either way).
+    pub attributes: Option<Box<ObjectAttributes>>,
+    /// For a composite object (made by compose): how many non-composite objects
+    /// it is made of. `None` for every other object.
+    pub component_count: Option<NonZeroU32>,
 }
 
 impl ObjectRecord {
+    /// The attributes beside the content type (all unset when there are none).
+    pub fn attributes(&self) -> &ObjectAttributes {
+        self.attributes.as_deref().unwrap_or(&NO_ATTRIBUTES)
+    }
+
+    /// Whether the object is composite: its ETag is not an MD5 and no MD5 is shown.
+    pub fn is_composite(&self) -> bool {
+        self.component_count.is_some()
+    }
+
     /// crc32c as the JSON API shows it (base64 of the big-endian u32).
     pub fn crc32c_base64(&self) -> String {
         digest::crc32c_base64(self.crc32c)
@@ -44,7 +68,8 @@ impl ObjectRecord {
         digest::md5_base64(&self.md5)
     }
 
-    /// MD5 as lowercase hex (the XML API's ETag, without quotes).
+    /// MD5 as lowercase hex (the XML API's ETag of a non-composite object, without
+    /// quotes).
     pub fn md5_hex(&self) -> String {
         digest::md5_hex(&self.md5)
     }
@@ -55,20 +80,35 @@ impl ObjectRecord {
         self.size == bytes.len() as u64 && self.crc32c == d.crc32c && self.md5 == d.md5
     }
 
-    /// `x-goog-hash`: `crc32c=...,md5=...`.
+    /// `x-goog-hash`: `crc32c=...,md5=...`, or `crc32c=...` alone for a composite
+    /// object.
     pub fn goog_hash(&self) -> String {
-        format!("crc32c={},md5={}", self.crc32c_base64(), self.md5_base64())
+        match self.is_composite() {
+            true => format!("crc32c={}", self.crc32c_base64()),
+            false => format!("crc32c={},md5={}", self.crc32c_base64(), self.md5_base64()),
+        }
     }
 
-    /// The JSON API's opaque ETag: base64 of the generation and metageneration.
+    /// The JSON API's opaque ETag, as Cloud Storage forms it: base64 of a protocol
+    /// buffer holding the generation (field 1) and metageneration (field 2), e.g.
+    /// `CKicn7fM/eECEAE=`.
     pub fn json_etag(&self) -> String {
-        B64.encode(format!("{}/1", self.generation))
+        let mut message = vec![0x08];
+        push_varint(&mut message, self.generation as u64);
+        message.push(0x10);
+        push_varint(&mut message, 1);
+        B64.encode(message)
     }
 
-    /// The XML API's ETag: the quoted lowercase hex MD5, as Cloud Storage gives for
-    /// non-composite objects.
+    /// The XML API's ETag, quoted. For a non-composite object, the lowercase hex
+    /// MD5, as Cloud Storage gives it. For a composite object, `-` and the JSON
+    /// ETag (`"-CKicn7fM/eECEAE="`), the form Cloud Storage gives composite
+    /// objects: it changes with the generation and is never 32 hex digits.
     pub fn xml_etag(&self) -> String {
-        format!("\"{}\"", self.md5_hex())
+        match self.is_composite() {
+            true => format!("\"-{}\"", self.json_etag()),
+            false => format!("\"{}\"", self.md5_hex()),
+        }
     }
 
     /// The ETag of `api`.
@@ -83,7 +123,7 @@ impl ObjectRecord {
     pub fn json_resource(&self, base: &str, bucket: &str) -> Value {
         let (b, o) = (encode_component(bucket), encode_component(&self.name));
         let time = rfc3339_millis(self.created_unix_ms);
-        json!({
+        let mut resource = json!({
             "kind": "storage#object",
             "id": format!("{bucket}/{}/{}", self.name, self.generation),
             "selfLink": format!("{base}/storage/v1/b/{b}/o/{o}"),
@@ -98,28 +138,66 @@ impl ObjectRecord {
             "contentType": self.content_type,
             "storageClass": "STANDARD",
             "size": self.size.to_string(),
-            "md5Hash": self.md5_base64(),
             "crc32c": self.crc32c_base64(),
             "etag": self.json_etag(),
             "timeCreated": time,
             "updated": time,
             "timeStorageClassUpdated": time,
-        })
+        });
+        let Value::Object(fields) = &mut resource else {
+            unreachable!("a JSON object literal");
+        };
+        match self.component_count {
+            Some(count) => fields.insert("componentCount".into(), json!(count.get())),
+            None => fields.insert("md5Hash".into(), json!(self.md5_base64())),
+        };
+        self.attributes().add_to_resource(fields);
+        resource
     }
+}
+
+/// Appends `value` as a protocol buffer varint.
+fn push_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8 & 0x7f) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
 }
 
 impl Reply {
     /// Adds the headers that describe `record` on an XML `PUT` and on a download:
     /// `etag` (already in the request's API's form), `Last-Modified`, generation,
-    /// metageneration, `x-goog-hash` and the stored length and encoding.
+    /// metageneration, `x-goog-hash`, the stored length and encoding, and for a
+    /// composite object `x-goog-component-count`.
     pub fn object_headers(self, record: &ObjectRecord, etag: String) -> Reply {
-        self.header("etag", etag)
+        let encoding = record.attributes().content_encoding.as_deref();
+        let reply = self
+            .header("etag", etag)
             .header("last-modified", http_date(record.created_unix_ms))
             .header("x-goog-generation", record.generation.to_string())
             .header("x-goog-metageneration", "1")
             .header("x-goog-hash", record.goog_hash())
             .header("x-goog-stored-content-length", record.size.to_string())
-            .header("x-goog-stored-content-encoding", "identity")
+            .header(
+                "x-goog-stored-content-encoding",
+                encoding.unwrap_or("identity"),
+            );
+        match record.component_count {
+            Some(count) => reply.header("x-goog-component-count", count.to_string()),
+            None => reply,
+        }
+    }
+
+    /// Adds the headers a download or `HEAD` carries for the object's attributes:
+    /// `Content-Type`, and those of its [`ObjectAttributes`] that are set
+    /// (`Content-Encoding`, `Cache-Control`, `Content-Disposition`,
+    /// `Content-Language`, `x-goog-meta-*`), which `object_store` reads back as
+    /// its `Attributes`.
+    pub fn attribute_headers(self, record: &ObjectRecord) -> Reply {
+        let mut reply = self.header("content-type", record.content_type.to_string());
+        reply.headers.extend(record.attributes().headers());
+        reply
     }
 }
 
@@ -155,6 +233,8 @@ mod tests {
             md5: d.md5,
             created_unix_ms: 1_791_457_200_000,
             content_type: Cow::Borrowed("text/plain"),
+            attributes: None,
+            component_count: None,
         }
     }
 
@@ -180,7 +260,56 @@ mod tests {
         assert_eq!(resource["generation"], "7");
         assert_eq!(resource["timeCreated"], "2026-10-08T11:00:00.000Z");
         let put = uploaded(Api::Xml, "http://h", "bkt", &r);
-        assert_eq!(put.headers[0], ("etag", r.xml_etag()));
+        assert_eq!(put.headers[0], ("etag".into(), r.xml_etag()));
         assert_eq!(put.headers[1].1, "Thu, 08 Oct 2026 11:00:00 GMT");
+    }
+
+    #[test]
+    fn etags_take_cloud_storages_forms() {
+        // A generation Cloud Storage answered with `CKicn7fM/eECEAE=`.
+        let r = ObjectRecord {
+            generation: 1_556_825_902_665_256,
+            ..hello()
+        };
+        assert_eq!(r.json_etag(), "CKicn7fM/eECEAE=");
+        let composite = ObjectRecord {
+            component_count: NonZeroU32::new(2),
+            ..r
+        };
+        assert_eq!(composite.xml_etag(), "\"-CKicn7fM/eECEAE=\"");
+    }
+
+    #[test]
+    fn a_composite_object_shows_no_md5() {
+        let r = ObjectRecord {
+            component_count: NonZeroU32::new(3),
+            attributes: ObjectAttributes {
+                cache_control: Some("no-cache".into()),
+                ..Default::default()
+            }
+            .boxed(),
+            ..hello()
+        };
+        let etag = r.xml_etag();
+        let bare = etag.trim_matches('"');
+        assert!(bare.len() != 32 || !bare.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(r.goog_hash(), "crc32c=mnG7TA==");
+        let resource = r.json_resource("http://h", "bkt");
+        assert_eq!(resource.get("md5Hash"), None);
+        assert_eq!(resource["componentCount"], 3);
+        assert_eq!(resource["cacheControl"], "no-cache");
+        let get = Reply::new(200)
+            .object_headers(&r, etag)
+            .attribute_headers(&r);
+        let header = |name: &str| {
+            get.headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(header("x-goog-component-count"), Some("3"));
+        assert_eq!(header("cache-control"), Some("no-cache"));
+        assert_eq!(header("content-type"), Some("text/plain"));
+        assert_eq!(header("x-goog-hash"), Some("crc32c=mnG7TA=="));
     }
 }

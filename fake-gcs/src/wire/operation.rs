@@ -21,22 +21,29 @@ pub enum Operation {
     ObjectsInsert,
     /// `storage.objects.delete`: JSON or XML `DELETE` of an object.
     ObjectsDelete,
+    /// `storage.objects.compose`: `POST .../o/{destination}/compose`.
+    ObjectsCompose,
     /// The storage-testbench control endpoints (`/retry_test`); never faulted.
     RetryTest,
+    /// The fake's own control API (`/_fake/...`); never faulted, and not counted
+    /// in the statistics it reports.
+    FakeControl,
     /// A route the fake does not serve (404); never faulted.
     Unknown,
 }
 
 impl Operation {
     /// Every operation, in order.
-    pub(crate) const ALL: [Operation; 8] = [
+    pub(crate) const ALL: [Operation; 10] = [
         Operation::BucketsList,
         Operation::BucketsGet,
         Operation::ObjectsList,
         Operation::ObjectsGet,
         Operation::ObjectsInsert,
         Operation::ObjectsDelete,
+        Operation::ObjectsCompose,
         Operation::RetryTest,
+        Operation::FakeControl,
         Operation::Unknown,
     ];
 
@@ -49,19 +56,33 @@ impl Operation {
             Operation::ObjectsGet => "storage.objects.get",
             Operation::ObjectsInsert => "storage.objects.insert",
             Operation::ObjectsDelete => "storage.objects.delete",
+            Operation::ObjectsCompose => "storage.objects.compose",
             Operation::RetryTest => "retry_test",
+            Operation::FakeControl => "fake_control",
             Operation::Unknown => "unknown",
         }
     }
 
     /// Whether the operation changes the bucket (fault windows with `ops = "writes"`).
     pub(crate) fn is_write(self) -> bool {
-        matches!(self, Operation::ObjectsInsert | Operation::ObjectsDelete)
+        matches!(
+            self,
+            Operation::ObjectsInsert | Operation::ObjectsDelete | Operation::ObjectsCompose
+        )
     }
 
     /// Whether faults (windows, capacity, testbench instructions) apply to it.
     pub(crate) fn is_faultable(self) -> bool {
-        !matches!(self, Operation::RetryTest | Operation::Unknown)
+        !matches!(
+            self,
+            Operation::RetryTest | Operation::FakeControl | Operation::Unknown
+        )
+    }
+
+    /// Whether the fake's statistics count it: every request but those of the
+    /// fake's own control API, which reads and resets them.
+    pub(crate) fn is_counted(self) -> bool {
+        self != Operation::FakeControl
     }
 }
 

@@ -2,6 +2,8 @@
 //! given, and the body, so that a server can still decide how to send the body (or
 //! not to).
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::{Response, StatusCode};
@@ -12,8 +14,9 @@ use serde_json::Value;
 pub struct Reply {
     /// The status code.
     pub status: u16,
-    /// Headers, in order; `Content-Length` is added when sending.
-    pub headers: Vec<(&'static str, String)>,
+    /// Headers (names lower-case), in order; `Content-Length` is added when
+    /// sending.
+    pub headers: Vec<(Cow<'static, str>, String)>,
     /// The body.
     pub body: Bytes,
     /// `Content-Length` to advertise without sending a body (HEAD, 304).
@@ -46,8 +49,8 @@ impl Reply {
     }
 
     /// Adds a header (`name` lower-case).
-    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
-        self.headers.push((name, value.into()));
+    pub fn header(mut self, name: impl Into<Cow<'static, str>>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
         self
     }
 
@@ -59,19 +62,22 @@ impl Reply {
 
     /// The HTTP response, with `body` as its body (the reply's own, or one that sends
     /// it differently) and `Content-Length` set to the reply's body length or
-    /// [`head_len`](Self::head_len). A header value HTTP cannot carry is left out
-    /// and logged.
+    /// [`head_len`](Self::head_len). A header HTTP cannot carry (a name or value
+    /// with bytes it does not allow) is left out and logged.
     pub fn into_response<B>(self, body: B) -> Response<B> {
         let mut response = Response::new(body);
         *response.status_mut() =
             StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let headers = response.headers_mut();
         for (name, value) in self.headers {
-            match HeaderValue::from_str(&value) {
-                Ok(value) => {
-                    headers.append(HeaderName::from_static(name), value);
+            match (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(&value),
+            ) {
+                (Ok(name), Ok(value)) => {
+                    headers.append(name, value);
                 }
-                Err(_) => tracing::warn!(name, value, "header value not representable; skipped"),
+                _ => tracing::warn!(%name, value, "header not representable; skipped"),
             }
         }
         let len = self.head_len.unwrap_or(self.body.len() as u64);

@@ -370,7 +370,7 @@ mod tests {
         assert_eq!(incomplete("x", 0).headers.len(), 1);
         assert_eq!(
             incomplete("x", 5).headers[1],
-            ("range", "bytes=0-4".to_string())
+            ("range".into(), "bytes=0-4".to_string())
         );
     }
 }

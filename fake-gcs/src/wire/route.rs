@@ -6,6 +6,7 @@
 //! | `/upload/storage/v1/b/{bucket}/o?uploadType=...` (and `&upload_id=` for a resumable session's requests) | JSON uploads |
 //! | `/download/storage/v1/b/{bucket}/o/{object}` | JSON downloads |
 //! | `/storage/v1/b`, `/storage/v1/b/{bucket}`, `.../o`, `.../o/{object}` | JSON buckets and objects |
+//! | `POST /storage/v1/b/{bucket}/o/{destination}/compose` | JSON compose |
 //! | `/{bucket}`, `/{bucket}/{object}` | XML |
 
 use http::{HeaderMap, Method, Uri};
@@ -88,6 +89,13 @@ pub enum Route {
     ResumableCancel {
         /// The session.
         upload_id: String,
+    },
+    /// `POST /storage/v1/b/{bucket}/o/{destination}/compose`.
+    Compose {
+        /// The bucket.
+        bucket: String,
+        /// The destination object.
+        destination: String,
     },
     /// XML `PUT /{bucket}/{object}`.
     XmlPut {
@@ -174,6 +182,7 @@ impl Route {
             | Route::ResumableChunk { .. }
             | Route::ResumableCancel { .. }
             | Route::XmlPut { .. } => Operation::ObjectsInsert,
+            Route::Compose { .. } => Operation::ObjectsCompose,
             Route::Invalid { .. } => Operation::Unknown,
         }
     }
@@ -198,18 +207,20 @@ impl Route {
             | Route::ObjectGet { bucket, .. }
             | Route::ObjectDelete { bucket, .. }
             | Route::Upload { bucket, .. }
+            | Route::Compose { bucket, .. }
             | Route::XmlPut { bucket, .. } => Some(bucket),
             _ => None,
         }
     }
 
     /// The object named in the path, if any (an upload names it in its query or
-    /// body).
+    /// body; a compose names its destination).
     pub fn object(&self) -> Option<&str> {
         match self {
             Route::ObjectGet { name, .. }
             | Route::ObjectDelete { name, .. }
             | Route::XmlPut { name, .. } => Some(name),
+            Route::Compose { destination, .. } => Some(destination),
             _ => None,
         }
     }
@@ -317,9 +328,18 @@ impl Request<'_> {
         })
     }
 
-    /// `GET` or `DELETE /storage/v1/b/{bucket}/o/{name}`.
+    /// `GET` or `DELETE /storage/v1/b/{bucket}/o/{name}`, or `POST .../{name}/compose`.
     fn json_object(&self, bucket: &str, name: &str) -> Routed {
         let bucket = self.decode(Api::Json, bucket)?;
+        if *self.method == Method::POST
+            && let Some(destination) = name.strip_suffix("/compose")
+        {
+            let destination = self.decode(Api::Json, destination)?;
+            return Ok(Route::Compose {
+                bucket,
+                destination,
+            });
+        }
         let name = self.decode(Api::Json, name)?;
         Ok(match *self.method {
             Method::GET => Route::ObjectGet {
@@ -464,6 +484,25 @@ mod tests {
         assert!(matches!(
             route(Method::GET, "/bkt/%FF"),
             Route::Invalid { status: 400, .. }
+        ));
+    }
+
+    #[test]
+    fn compose_names_its_destination_and_copy_is_not_served() {
+        assert_eq!(
+            route(Method::POST, "/storage/v1/b/bkt/o/a%2Fb/compose"),
+            Route::Compose {
+                bucket: "bkt".into(),
+                destination: "a/b".into()
+            }
+        );
+        assert_eq!(
+            route(Method::POST, "/storage/v1/b/bkt/o/a%2Fb/compose").object(),
+            Some("a/b")
+        );
+        assert!(matches!(
+            route(Method::POST, "/storage/v1/b/bkt/o/a/copyTo/b/bkt/o/c"),
+            Route::Invalid { status: 404, .. }
         ));
     }
 

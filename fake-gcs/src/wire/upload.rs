@@ -1,15 +1,28 @@
 //! An upload, whichever way it came (JSON media, multipart or resumable; XML `PUT`),
-//! parsed into one [`Upload`]: where it goes, its bytes, content type, custom
-//! metadata, the digests the client declared and its preconditions. A server checks
-//! [`Upload::digests`] before accepting the bytes, then stores them its own way.
+//! parsed into one [`Upload`]: where it goes, its bytes, content type, other
+//! attributes, the digests the client declared and its preconditions. A server
+//! checks [`Upload::digests`] before accepting the bytes, then stores them its own
+//! way.
+//!
+//! Where each kind carries the object's attributes:
+//!
+//! | kind | content type | other attributes |
+//! |---|---|---|
+//! | media | `Content-Type` | `contentEncoding` query parameter only |
+//! | multipart | resource `contentType`, else the media part's `Content-Type` | resource `contentEncoding`, `cacheControl`, `contentDisposition`, `contentLanguage`, `metadata` |
+//! | resumable | resource `contentType`, else `X-Upload-Content-Type` | the first request's resource, as multipart |
+//! | XML `PUT` | `Content-Type` | `Content-Encoding`, `Cache-Control`, `Content-Disposition`, `Content-Language`, `x-goog-meta-*` |
+//!
+//! On every JSON upload the `contentEncoding` query parameter, when given, sets the
+//! content encoding (Cloud Storage's `objects.insert` parameter).
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::Value;
 
+use crate::wire::attributes::ObjectAttributes;
 use crate::wire::digest::{Declared, Digests};
 use crate::wire::error::Rejection;
 use crate::wire::multipart::{Part, multipart_boundary, split_multipart};
@@ -58,9 +71,8 @@ pub struct Upload {
     pub data: Bytes,
     /// The content type given, or [`DEFAULT_CONTENT_TYPE`].
     pub content_type: Cow<'static, str>,
-    /// Custom metadata: the JSON resource's `metadata` object (string values), or
-    /// the XML API's `x-goog-meta-*` headers.
-    pub metadata: BTreeMap<String, String>,
+    /// The other attributes (see the module's table for where they come from).
+    pub attributes: ObjectAttributes,
     /// Digests the client declared.
     pub declared: Declared,
     /// Conditions on the object's current generation.
@@ -71,7 +83,7 @@ const NAME_MISSING: &str = "Required: the object name is missing.";
 
 impl Upload {
     /// `uploadType=media`: the body is the object, the name is in the query, digests
-    /// in `x-goog-hash`.
+    /// in `x-goog-hash`, the content encoding in the `contentEncoding` parameter.
     pub fn media(bucket: &str, head: RequestHead<'_>, data: Bytes) -> Result<Upload, Rejection> {
         let preconditions = head.preconditions()?;
         let name = head.query.get("name").unwrap_or("");
@@ -81,6 +93,7 @@ impl Upload {
             declared: Declared::from_headers(head.headers),
             ..Upload::new(Api::Json, bucket, name, given_type, preconditions)
         }
+        .encoded_as(head.query)
         .named()
     }
 
@@ -104,6 +117,7 @@ impl Upload {
                 .or(Declared::from_headers(head.headers)),
             ..upload
         }
+        .encoded_as(head.query)
         .named()
     }
 
@@ -125,11 +139,14 @@ impl Upload {
             },
         };
         let upload_type = header(head.headers, "x-upload-content-type");
-        Upload::described(bucket, head.query, &resource, upload_type, preconditions).named()
+        Upload::described(bucket, head.query, &resource, upload_type, preconditions)
+            .encoded_as(head.query)
+            .named()
     }
 
     /// XML `PUT /{bucket}/{name}`: the body is the object; digests in `x-goog-hash`
-    /// and `Content-MD5` (which wins for MD5), metadata in `x-goog-meta-*`.
+    /// and `Content-MD5` (which wins for MD5), attributes in headers (see
+    /// [`ObjectAttributes::from_headers`]).
     pub fn xml_put(
         bucket: &str,
         name: &str,
@@ -145,7 +162,7 @@ impl Upload {
         let given_type = header(headers, "content-type");
         Upload {
             data,
-            metadata: goog_meta(headers),
+            attributes: ObjectAttributes::from_headers(headers),
             declared,
             ..Upload::new(Api::Xml, bucket, name, given_type, preconditions)
         }
@@ -162,7 +179,7 @@ impl Upload {
         }
     }
 
-    /// An upload to `bucket/name` of no bytes, with no metadata and no declared
+    /// An upload to `bucket/name` of no bytes, with no attributes and no declared
     /// digests yet.
     fn new(
         api: Api,
@@ -177,14 +194,14 @@ impl Upload {
             name: name.to_string(),
             data: Bytes::new(),
             content_type: content_type(given_type),
-            metadata: BTreeMap::new(),
+            attributes: ObjectAttributes::default(),
             declared: Declared::default(),
             preconditions,
         }
     }
 
     /// A JSON API upload as its object `resource` describes it (name unless the
-    /// query gives one, content type unless absent, custom metadata, digests).
+    /// query gives one, content type unless absent, attributes, digests).
     fn described(
         bucket: &str,
         query: &Query,
@@ -198,10 +215,19 @@ impl Upload {
             .unwrap_or("");
         let given_type = string(resource, "contentType").or(fallback_type);
         Upload {
-            metadata: custom_metadata(resource),
+            attributes: ObjectAttributes::from_resource(resource),
             declared: Declared::from_metadata(resource),
             ..Upload::new(Api::Json, bucket, name, given_type, preconditions)
         }
+    }
+
+    /// The upload, with the content encoding the `contentEncoding` query parameter
+    /// sets, if it does.
+    fn encoded_as(mut self, query: &Query) -> Upload {
+        if let Some(encoding) = query.get("contentEncoding") {
+            self.attributes.content_encoding = Some(encoding.to_string());
+        }
+        self
     }
 
     /// The upload, if it names an object.
@@ -239,30 +265,8 @@ fn resource_and_media(headers: &HeaderMap, data: &Bytes) -> Result<(Value, Part)
     }
 }
 
-/// The XML API's custom metadata: the `x-goog-meta-*` headers.
-fn goog_meta(headers: &HeaderMap) -> BTreeMap<String, String> {
-    headers
-        .iter()
-        .filter_map(|(k, v)| {
-            let key = k.as_str().strip_prefix("x-goog-meta-")?;
-            Some((key.to_string(), v.to_str().ok()?.to_string()))
-        })
-        .collect()
-}
-
 fn string<'a>(metadata: &'a Value, key: &str) -> Option<&'a str> {
     metadata.get(key).and_then(Value::as_str)
-}
-
-/// The resource's `metadata` object, its string values only.
-fn custom_metadata(metadata: &Value) -> BTreeMap<String, String> {
-    let Some(Value::Object(custom)) = metadata.get("metadata") else {
-        return BTreeMap::new();
-    };
-    custom
-        .iter()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-        .collect()
 }
 
 #[cfg(test)]
@@ -315,7 +319,7 @@ mod tests {
         assert_eq!(multipart.name, "n");
         assert_eq!(&multipart.data[..], b"hello");
         assert_eq!(multipart.content_type, "text/csv");
-        assert_eq!(multipart.metadata.get("k").map(String::as_str), Some("v"));
+        assert_eq!(multipart.attributes.metadata["k"], "v");
         assert_eq!(
             multipart.digests().map(|d| crc32c_base64(d.crc32c)),
             Ok("mnG7TA==".to_string())
@@ -325,7 +329,7 @@ mod tests {
         let put =
             Upload::xml_put("b", "o", head(&none, &meta), Bytes::from_static(b"hello")).unwrap();
         assert_eq!(put.api, Api::Xml);
-        assert_eq!(put.metadata.get("k").map(String::as_str), Some("v"));
+        assert_eq!(put.attributes.metadata["k"], "v");
         assert!(matches!(put.digests(), Err(Rejection::BadDigest(_))));
     }
 
@@ -342,5 +346,39 @@ mod tests {
             not_json,
             Err(Rejection::Status { status: 400, .. })
         ));
+    }
+
+    #[test]
+    fn every_kind_of_upload_carries_attributes_where_cloud_storage_takes_them() {
+        let encoded = Query::parse(Some("name=m&contentEncoding=gzip"));
+        let none = HeaderMap::new();
+        let media = Upload::media("b", head(&encoded, &none), Bytes::new()).unwrap();
+        assert_eq!(media.attributes.content_encoding.as_deref(), Some("gzip"));
+
+        let resource = br#"{"name":"r","contentType":"text/csv","contentEncoding":"br","cacheControl":"no-store","contentDisposition":"inline","contentLanguage":"en","metadata":{"k":"v"}}"#;
+        let named = Query::default();
+        let resumable = Upload::resumable("b", head(&named, &none), resource).unwrap();
+        let expected = ObjectAttributes {
+            content_encoding: Some("br".into()),
+            cache_control: Some("no-store".into()),
+            content_disposition: Some("inline".into()),
+            content_language: Some("en".into()),
+            metadata: [("k".to_string(), "v".to_string())].into(),
+        };
+        assert_eq!(resumable.attributes, expected);
+        assert_eq!(resumable.content_type, "text/csv");
+        // The query parameter wins over the resource.
+        let over = Upload::resumable("b", head(&encoded, &none), resource).unwrap();
+        assert_eq!(over.attributes.content_encoding.as_deref(), Some("gzip"));
+
+        let xml = headers(&[
+            ("content-encoding", "br"),
+            ("cache-control", "no-store"),
+            ("content-disposition", "inline"),
+            ("content-language", "en"),
+            ("x-goog-meta-k", "v"),
+        ]);
+        let put = Upload::xml_put("b", "o", head(&named, &xml), Bytes::new()).unwrap();
+        assert_eq!(put.attributes, expected);
     }
 }

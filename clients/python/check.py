@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""Checks the official Python client, google-cloud-storage, against a server that
+speaks Cloud Storage's JSON API: fake-gcs, or later a relay that takes the same
+uploads. Each check prints `ok` or `FAIL` with the reason; the exit status is 1
+when any check fails.
+
+    python check.py --endpoint http://127.0.0.1:4443 --bucket bkt [--only a,b] [--prefix p/]
+
+The endpoint and bucket may also come from GCS_ENDPOINT and GCS_BUCKET (or
+STORAGE_EMULATOR_HOST for the endpoint). `--only` (or GCS_CHECKS) runs a subset,
+for a server that serves only part of the API; `--list` names the checks. Objects
+are written under a fresh prefix (python-<time>-<pid>/ unless --prefix), so runs do
+not collide on a server that keeps its objects.
+"""
+
+import argparse
+import gzip
+import io
+import os
+import sys
+import time
+import urllib.parse
+from importlib.metadata import version
+
+from google.api_core import exceptions
+from google.auth.credentials import AnonymousCredentials
+from google.auth.transport.requests import AuthorizedSession
+from google.cloud import storage
+from google.resumable_media.requests import SimpleUpload
+
+
+class Context:
+    """What every check gets: the client, the bucket, the endpoint, object names."""
+
+    def __init__(self, endpoint, bucket, prefix):
+        self.endpoint = endpoint.rstrip("/")
+        self.client = storage.Client(
+            project="test",
+            credentials=AnonymousCredentials(),
+            client_options={"api_endpoint": self.endpoint},
+        )
+        self.bucket = self.client.bucket(bucket)
+        self.prefix = prefix
+
+    def name(self, suffix):
+        return self.prefix + suffix
+
+
+def payload(size=300 * 1024):
+    """Bytes that differ per run."""
+    return os.urandom(size)
+
+
+def expect(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def simple_upload(ctx):
+    """uploadType=media, with the media upload class the client is built on (the
+    client's own upload methods use multipart or resumable uploads only)."""
+    data = payload()
+    name = ctx.name("simple.bin")
+    url = (
+        f"{ctx.endpoint}/upload/storage/v1/b/{urllib.parse.quote(ctx.bucket.name, safe='')}/o"
+        f"?uploadType=media&ifGenerationMatch=0&name={urllib.parse.quote(name, safe='')}"
+    )
+    upload = SimpleUpload(url)
+    response = upload.transmit(
+        AuthorizedSession(AnonymousCredentials()), data, "application/octet-stream"
+    )
+    resource = response.json()
+    expect(resource["name"] == name, f"stored as {resource['name']!r}")
+    downloaded = ctx.bucket.blob(name).download_as_bytes(checksum="crc32c")
+    expect(downloaded == data, "the downloaded bytes differ")
+
+
+def multipart_upload(ctx):
+    """upload_from_string: one multipart request, the name only in the metadata."""
+    data = payload()
+    blob = ctx.bucket.blob(ctx.name("multipart.bin"))
+    blob.upload_from_string(data, if_generation_match=0, checksum="crc32c")
+    blob.reload()
+    expect(blob.size == len(data), f"size {blob.size}, not {len(data)}")
+
+
+def resumable_upload(ctx):
+    """A stream of unknown size is uploaded resumably (at most 8 MiB of known size
+    goes multipart): a session, filled in 256 KiB chunks (the blob's chunk size)."""
+    data = payload(700 * 1024)
+    blob = ctx.bucket.blob(ctx.name("resumable.bin"), chunk_size=256 * 1024)
+    blob.upload_from_file(io.BytesIO(data), if_generation_match=0, checksum="crc32c")
+    downloaded = ctx.bucket.blob(blob.name).download_as_bytes()
+    expect(downloaded == data, "the downloaded bytes differ")
+
+
+def download_validated(ctx):
+    """Downloads validated by crc32c and by MD5, whole and by range."""
+    data = payload()
+    blob = ctx.bucket.blob(ctx.name("validated.bin"))
+    blob.upload_from_string(data, checksum="md5")
+    for checksum in ("crc32c", "md5"):
+        downloaded = blob.download_as_bytes(checksum=checksum)
+        expect(downloaded == data, f"the bytes validated by {checksum} differ")
+    part = blob.download_as_bytes(start=10, end=19)
+    expect(part == data[10:20], "the range differs")
+
+
+def attributes(ctx):
+    """Content type, encoding, cache control, disposition, language and custom
+    metadata come back as given; gzip bytes are served as stored."""
+    data = gzip.compress(b"a,b\n1,2\n" * 100)
+    name = ctx.name("attributes.csv.gz")
+    blob = ctx.bucket.blob(name)
+    given = {
+        "content_type": "text/csv",
+        "content_encoding": "gzip",
+        "cache_control": "no-store",
+        "content_disposition": 'attachment; filename="a.csv"',
+        "content_language": "fr",
+        "metadata": {"owner": "python", "run": "7"},
+    }
+    for key, value in given.items():
+        setattr(blob, key, value)
+    blob.upload_from_string(data, content_type=given["content_type"])
+    stored = ctx.bucket.get_blob(name)
+    for key, value in given.items():
+        got = getattr(stored, key)
+        expect(got == value, f"{key} came back as {got!r}")
+    raw = stored.download_as_bytes(raw_download=True)
+    expect(raw == data, "the stored bytes differ")
+
+
+def list_objects(ctx):
+    """list_blobs with a prefix lists exactly the objects under it, in name order;
+    with a delimiter, the common prefixes."""
+    names = [ctx.name(n) for n in ("list/b", "list/a", "list/c/d")]
+    for name in names:
+        ctx.bucket.blob(name).upload_from_string(b"x")
+    listed = [b.name for b in ctx.client.list_blobs(ctx.bucket, prefix=ctx.name("list/"))]
+    expect(listed == sorted(names), f"listed {listed}")
+    folded = ctx.client.list_blobs(ctx.bucket, prefix=ctx.name("list/"), delimiter="/")
+    objects = [b.name for b in folded]
+    expect(folded.prefixes == {ctx.name("list/c/")}, f"prefixes {folded.prefixes}")
+    expect(objects == sorted(names[:2]), f"objects beside the prefixes {objects}")
+
+
+def delete(ctx):
+    """delete() removes the object; a second delete is NotFound."""
+    blob = ctx.bucket.blob(ctx.name("delete.bin"))
+    blob.upload_from_string(b"x")
+    blob.delete()
+    expect(not blob.exists(), "the object still exists")
+    try:
+        blob.delete()
+    except exceptions.NotFound:
+        return
+    raise AssertionError("a second delete succeeded")
+
+
+def precondition(ctx):
+    """if_generation_match=0 on an object that exists is 412 (PreconditionFailed)
+    and the object keeps its bytes; the live generation's match succeeds."""
+    blob = ctx.bucket.blob(ctx.name("precondition.bin"))
+    blob.upload_from_string(b"first", if_generation_match=0)
+    try:
+        blob.upload_from_string(b"second", if_generation_match=0)
+    except exceptions.PreconditionFailed:
+        pass
+    else:
+        raise AssertionError("the second create succeeded")
+    expect(blob.download_as_bytes() == b"first", "the object lost its bytes")
+    blob.reload()
+    blob.upload_from_string(b"third", if_generation_match=blob.generation)
+
+
+def compose(ctx):
+    """compose() makes a composite object: no MD5, a component count, and a
+    download the client validates by crc32c."""
+    parts = [ctx.bucket.blob(ctx.name(n)) for n in ("compose/1", "compose/2")]
+    parts[0].upload_from_string(b"hello ")
+    parts[1].upload_from_string(b"world")
+    composite = ctx.bucket.blob(ctx.name("compose/all"))
+    composite.compose(parts, if_generation_match=0)
+    composite.reload()
+    expect(composite.component_count == 2, f"componentCount {composite.component_count}")
+    expect(composite.md5_hash is None, f"md5Hash {composite.md5_hash}")
+    downloaded = composite.download_as_bytes(checksum="crc32c")
+    expect(downloaded == b"hello world", f"composed {downloaded!r}")
+
+
+CHECKS = {
+    "simple_upload": simple_upload,
+    "multipart_upload": multipart_upload,
+    "resumable_upload": resumable_upload,
+    "download_validated": download_validated,
+    "attributes": attributes,
+    "list": list_objects,
+    "delete": delete,
+    "precondition": precondition,
+    "compose": compose,
+}
+
+
+def arguments():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    env = os.environ
+    parser.add_argument("--endpoint", default=env.get("GCS_ENDPOINT") or env.get("STORAGE_EMULATOR_HOST"))
+    parser.add_argument("--bucket", default=env.get("GCS_BUCKET"))
+    parser.add_argument("--only", default=env.get("GCS_CHECKS", ""))
+    parser.add_argument("--prefix", default=f"python-{int(time.time() * 1000)}-{os.getpid()}/")
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args()
+    if args.list:
+        return args
+    if not args.endpoint or not args.bucket:
+        parser.error("give --endpoint URL and --bucket NAME (or GCS_ENDPOINT and GCS_BUCKET)")
+    args.only = [c for c in args.only.split(",") if c]
+    unknown = [c for c in args.only if c not in CHECKS]
+    if unknown:
+        parser.error(f"unknown checks {', '.join(unknown)}; known: {', '.join(CHECKS)}")
+    return args
+
+
+def main():
+    args = arguments()
+    if args.list:
+        print("\n".join(CHECKS))
+        return 0
+    ctx = Context(args.endpoint, args.bucket, args.prefix)
+    selected = args.only or list(CHECKS)
+    failed = 0
+    for check in selected:
+        try:
+            CHECKS[check](ctx)
+            print(f"ok   {check}", flush=True)
+        except Exception as e:  # every failure is reported, then the next check runs
+            failed += 1
+            print(f"FAIL {check}: {type(e).__name__}: {e}", flush=True)
+    print(
+        f"python google-cloud-storage {version('google-cloud-storage')} against "
+        f"{args.endpoint} bucket {args.bucket}: "
+        f"{len(selected) - failed} of {len(selected)} checks passed"
+    )
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+//! The `fake-gcs` binary as a user starts it: bytes kept by default, buckets on
+//! demand, and every setting from `FAKE_GCS_*` environment variables.
+
+mod common;
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use common::send;
+use http::{Method, StatusCode};
+
+/// A running `fake-gcs`, stopped when dropped.
+struct Running {
+    child: Child,
+    base: String,
+    /// The first log line (`fake Cloud Storage listening addr=...`).
+    banner: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the binary with `args` and `env` (and no other `FAKE_GCS_*`), and reads
+/// the address it bound from its first log line.
+fn start(args: &[&str], env: &[(&str, &str)]) -> Running {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fake-gcs"));
+    command
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, _) in std::env::vars() {
+        if key.starts_with("FAKE_GCS_") {
+            command.env_remove(key);
+        }
+    }
+    command.envs(env.iter().copied()).env("RUST_LOG", "info");
+    let mut child = command.spawn().expect("fake-gcs starts");
+    let stdout = child.stdout.take().unwrap();
+    let banner = BufReader::new(stdout).lines().next();
+    let Some(Ok(banner)) = banner else {
+        let output = child.wait_with_output().unwrap();
+        panic!(
+            "fake-gcs printed nothing: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let addr = banner
+        .split_whitespace()
+        .find_map(|word| word.strip_prefix("addr="))
+        .unwrap_or_else(|| panic!("no addr= in {banner:?}"));
+    let base = format!("http://{addr}");
+    Running {
+        child,
+        base,
+        banner,
+    }
+}
+
+#[tokio::test]
+async fn started_with_only_listen_it_keeps_bytes_and_makes_buckets() {
+    let fake = start(&["--listen", "127.0.0.1:0"], &[]);
+    assert!(fake.banner.contains("keep_bytes=true"), "{}", fake.banner);
+    let put = send(&fake.base, Method::PUT, "/any-bucket/a", &[], "hello").await;
+    assert_eq!(put.status(), StatusCode::OK);
+    let get = send(&fake.base, Method::GET, "/any-bucket/a", &[], "").await;
+    assert_eq!(get.status(), StatusCode::OK);
+    assert_eq!(&get.body()[..], b"hello");
+}
+
+#[tokio::test]
+async fn every_setting_comes_from_the_environment() {
+    let plan = std::env::temp_dir().join(format!("fake-gcs-env-{}.toml", std::process::id()));
+    std::fs::write(&plan, "[[refuse]]\nprefix = \"poison/\"\n").unwrap();
+    let fake = start(
+        &[],
+        &[
+            ("FAKE_GCS_LISTEN", "127.0.0.1:0"),
+            ("FAKE_GCS_BUCKETS", "one,two"),
+            ("FAKE_GCS_DROP_BYTES", "1"),
+            ("FAKE_GCS_SEED", "7"),
+            ("FAKE_GCS_FAULTS", plan.to_str().unwrap()),
+        ],
+    );
+    let _ = std::fs::remove_file(&plan);
+    assert!(fake.banner.contains("seed=7"), "{}", fake.banner);
+    assert!(fake.banner.contains("keep_bytes=false"), "{}", fake.banner);
+    let base = &fake.base;
+    assert_eq!(
+        send(base, Method::GET, "/storage/v1/b/two", &[], "")
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    let missing = send(base, Method::GET, "/storage/v1/b/three", &[], "").await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        send(base, Method::PUT, "/one/a", &[], "x").await.status(),
+        StatusCode::OK
+    );
+    let dropped = send(base, Method::GET, "/one/a", &[], "").await;
+    assert_eq!(dropped.status(), StatusCode::NOT_IMPLEMENTED);
+    let poison = send(base, Method::PUT, "/one/poison/a", &[], "x").await;
+    assert_eq!(poison.status(), StatusCode::FORBIDDEN);
+}
+
+#[test]
+fn an_unreadable_plan_stops_it_with_the_path_named() {
+    let output = Command::new(env!("CARGO_BIN_EXE_fake-gcs"))
+        .args(["--listen", "127.0.0.1:0"])
+        .env("FAKE_GCS_FAULTS", "/nonexistent/plan.toml")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot read the fault plan /nonexistent/plan.toml"),
+        "{stderr}"
+    );
+}
