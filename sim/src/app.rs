@@ -12,9 +12,10 @@
 //! graceful deploy, `Finish` at the end of the run, which also takes the inventory).
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
+use fake_gcs::FakeGcs;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spool::metrics::UploadOutcome;
@@ -27,6 +28,7 @@ use crate::mutants::{LyingStore, Mutant};
 use crate::recorder::{HostSample, Recorder, ReopenCheck};
 use crate::scenario::{Scenario, SizeDist};
 use crate::simdisk::SimDisk;
+use crate::workload::OtherWriter;
 
 /// The bucket every host writes to.
 pub const BUCKET: &str = "spool-sim";
@@ -175,6 +177,8 @@ pub struct Shared {
     pub hosts: Vec<HostControl>,
     /// A deliberate bug planted at a seam (the mutant catalogue's tests only).
     pub mutant: Option<Mutant>,
+    /// The fake, once started: producers plant other writers' objects in it.
+    pub fake: OnceLock<FakeGcs>,
 }
 
 impl Shared {
@@ -197,6 +201,7 @@ impl Shared {
             hosts: (0..hosts).map(|h| HostControl::new(h, disk(h))).collect(),
             scenario,
             mutant,
+            fake: OnceLock::new(),
         }
     }
 
@@ -407,6 +412,9 @@ async fn produce(
                 debug_assert_eq!(issued, seq);
                 let name = shape.name(host, seq, poison);
                 let attributes = shape.attributes(host, seq);
+                if let Some(other) = shape.other_writer(host, seq, poison, &payload) {
+                    plant(shared, &name, other);
+                }
                 let (uploader, shared) = (uploader.clone(), shared.clone());
                 in_flight.spawn(async move {
                     let told = told(uploader.upload_with(&name, payload, &attributes).await);
@@ -418,6 +426,20 @@ async fn produce(
         }
     }
     while in_flight.join_next().await.is_some() {}
+}
+
+/// Puts `other`'s object under `name` in the bucket, as another writer would have
+/// just before the producer's write.
+fn plant(shared: &Shared, name: &str, other: OtherWriter) {
+    let fake = shared.fake.get().expect("the fake starts before any host");
+    fake.insert_object(
+        BUCKET,
+        name,
+        other.bytes,
+        other.content_type.as_deref(),
+        other.attributes,
+        other.composite,
+    );
 }
 
 fn told(result: Result<Outcome, UploadError>) -> Told {

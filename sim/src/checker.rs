@@ -7,12 +7,13 @@
 //! | invariant | holds when |
 //! |---|---|
 //! | `acknowledged_writes_delivered` | every write acknowledged (stored or spooled) is in the bucket with its bytes, or set aside, or still pending in a spool with its length and crc32c; or (explained) its file was destroyed by the disk |
-//! | `bucket_holds_only_what_was_written` | every object was issued by a producer, with the same size and crc32c |
+//! | `bucket_holds_only_what_was_written` | every object was issued by a producer, with the same size, crc32c and attributes, or is the other writer's object a producer's write found under its name; no write replaced another writer's object |
 //! | `callers_told_and_counted` | no caller is left without an answer, and each boot's `uploads_total` equals what its callers were told |
 //! | `unknown_only_at_crashes` | writes without an answer exist only where a process died mid-upload |
 //! | `spool_ends_empty` | every spool is empty at the end, or the store was still failing (explained) or the drain was still progressing (explained) |
 //! | `gauges_match_disk_after_reopen` | after every open, `spool_files`/`spool_bytes` equal the entry files on the simulated disk |
-//! | `set_aside_only_for_a_reason` | an acknowledged write is dead-lettered only when the store refused it for good (poison), quarantined only when the disk damaged its file, and no poison object is in the bucket |
+//! | `set_aside_only_for_a_reason` | an acknowledged write is dead-lettered only when the store refused it for good (poison, or a conflict), quarantined only when the disk damaged its file, and no poison object is in the bucket |
+//! | `conflicts_caught` | a write whose name another writer took first with other bytes is never told stored and never removed from a spool as if it had landed: its caller is told rejected, or it is dead-lettered (or still pending) |
 //!
 //! A failure names the writes it concerns: object name, host, and the simulated
 //! times the write was issued and answered.
@@ -25,8 +26,9 @@ use serde::Serialize;
 use crate::ledger::{Answers, Told};
 use crate::recorder::HostSample;
 use crate::scenario::EventKind;
-use crate::workload::{Shape, parse_object_name};
+use crate::workload::{Shape, object_attributes, parse_object_name};
 use crate::world::RunOutput;
+use fake_gcs::ObjectRecord;
 
 /// Whether an invariant held.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,6 +99,22 @@ pub struct Tally {
     /// flipped at rest): the one way the bench allows an acknowledged write to be
     /// missing.
     pub destroyed_by_disk: u64,
+    /// Writes whose name another writer had taken first, with other bytes.
+    pub conflicts: u64,
+    /// Of those, writes whose caller was told `stored` (the other writer's bytes
+    /// passed for theirs).
+    #[serde(skip)]
+    pub conflicts_told_stored: u64,
+    /// Of those, spooled writes that are neither dead-lettered nor pending: removed
+    /// as if they had landed.
+    #[serde(skip)]
+    pub conflicts_removed: u64,
+    /// Writes that replaced the other writer's object under their name.
+    #[serde(skip)]
+    pub overwrote_other_writer: u64,
+    /// Objects with their write's bytes but other attributes.
+    #[serde(skip)]
+    pub attributes_differ: u64,
     /// Acknowledged writes quarantined although the disk did not damage them.
     #[serde(skip)]
     pub quarantined_without_cause: u64,
@@ -131,6 +149,9 @@ pub struct Verdict {
     pub lost_examples: Vec<String>,
     /// Up to ten writes set aside without a reason, each with its host and times.
     pub set_aside_examples: Vec<String>,
+    /// Up to ten conflicting writes told stored or removed, and objects with wrong
+    /// attributes or another writer's object replaced.
+    pub conflict_examples: Vec<String>,
 }
 
 impl Verdict {
@@ -150,6 +171,8 @@ const DEAD: u8 = 4;
 const QUARANTINED: u8 = 8;
 /// The disk destroyed its file.
 const DAMAGED: u8 = 16;
+/// The bucket holds, under its name, the object another writer put there first.
+const OTHER_WRITERS: u8 = 32;
 
 impl Found {
     fn get_mut(&mut self, host: u32, seq: u64) -> Option<&mut u8> {
@@ -171,10 +194,15 @@ pub fn check(run: &RunOutput) -> Verdict {
         duplicates_avoided: run.fake.precondition_failures,
         ..Tally::default()
     };
-    look_in_bucket(run, &mut found, &mut tally);
-    look_in_inventories(run, &mut found, &mut tally);
+    let others = other_writers(run);
+    tally.conflicts = others.len() as u64;
+    let mut conflict_examples = Vec::new();
+    look_in_bucket(run, &others, &mut found, &mut tally, &mut conflict_examples);
+    look_in_inventories(run, &others, &mut found, &mut tally);
     look_at_disk_damage(run, &mut found);
-    let followed = follow_each_write(run, &found, &mut tally);
+    let followed = follow_each_write(run, &others, &found, &mut tally);
+    conflict_examples.extend(followed.conflict_examples);
+    conflict_examples.truncate(10);
 
     let invariants = vec![
         acknowledged_writes_delivered(&tally, &followed.lost_examples),
@@ -184,43 +212,106 @@ pub fn check(run: &RunOutput) -> Verdict {
         spool_ends_empty(run),
         gauges_match_disk(run),
         set_aside_only_for_a_reason(&tally, &followed.set_aside_examples),
+        conflicts_caught(&tally, &conflict_examples),
     ];
     Verdict {
         invariants,
         tally,
         lost_examples: followed.lost_examples,
         set_aside_examples: followed.set_aside_examples,
+        conflict_examples,
     }
 }
 
-/// Marks every object in the bucket against the write it names; counts objects no
-/// one wrote, objects with other bytes, and poison objects.
-fn look_in_bucket(run: &RunOutput, found: &mut Found, tally: &mut Tally) {
-    let ledger = &run.ledger;
-    for object in &run.bucket {
-        let write = write_named(&run.scenario.shape(), &object.name)
-            .and_then(|(host, seq, poison)| Some((host, seq, poison, ledger.get(host, seq)?)));
-        match write {
-            Some((host, seq, poison, w)) if w.poison == poison => {
-                if u64::from(w.size) != object.size || w.crc32c != object.crc32c {
-                    tally.corrupt += 1;
-                }
-                if poison {
-                    tally.poison_in_bucket += 1;
-                }
-                if let Some(f) = found.get_mut(host, seq) {
-                    *f |= IN_BUCKET;
-                }
+/// The size and crc32c of the object another writer put first under each write's
+/// name, for the writes where those bytes differ from the write's own (a same-bytes
+/// conflict is an earlier try that landed: the write is as good as stored).
+type OtherWriters = BTreeMap<(u32, u64), (u64, u32)>;
+
+fn other_writers(run: &RunOutput) -> OtherWriters {
+    let shape = run.scenario.shape();
+    let payload_seed = crate::app::derive_seed(run.scenario.seed, &[crate::app::purpose::PAYLOAD]);
+    let mut others = BTreeMap::new();
+    for (host, h) in run.ledger.hosts().iter().enumerate() {
+        let host = host as u32;
+        for (seq, w) in h.writes.iter().enumerate() {
+            let seq = seq as u64;
+            if w.poison || shape.conflict(host, seq).is_none() {
+                continue;
             }
-            _ => tally.foreign += 1,
+            let own = crate::ledger::payload(payload_seed, host, seq, w.size as usize);
+            if let Some(other) = shape.other_writer(host, seq, w.poison, &own)
+                && other.bytes != own
+            {
+                let crc = crc32c::crc32c(&other.bytes);
+                others.insert((host, seq), (other.bytes.len() as u64, crc));
+            }
         }
     }
+    others
+}
+
+/// Marks every object in the bucket against the write it names; counts objects no
+/// one wrote, objects with other bytes or attributes, poison objects, and writes
+/// that replaced another writer's object.
+fn look_in_bucket(
+    run: &RunOutput,
+    others: &OtherWriters,
+    found: &mut Found,
+    tally: &mut Tally,
+    examples: &mut Vec<String>,
+) {
+    let ledger = &run.ledger;
+    let shape = run.scenario.shape();
+    for object in &run.bucket {
+        let write = write_named(&shape, &object.name)
+            .and_then(|(host, seq, poison)| Some((host, seq, poison, ledger.get(host, seq)?)));
+        let Some((host, seq, poison, w)) = write.filter(|(_, _, poison, w)| w.poison == *poison)
+        else {
+            tally.foreign += 1;
+            continue;
+        };
+        let other = others.get(&(host, seq));
+        let flag = if (u64::from(w.size), w.crc32c) == (object.size, object.crc32c) {
+            if other.is_some() {
+                tally.overwrote_other_writer += 1;
+                examples.push(format!("{} replaced another writer's object", object.name));
+            } else if !attributes_match(&shape, host, seq, object) {
+                tally.attributes_differ += 1;
+                examples.push(format!("{} has other attributes than written", object.name));
+            }
+            IN_BUCKET
+        } else if other == Some(&(object.size, object.crc32c)) {
+            OTHER_WRITERS
+        } else {
+            tally.corrupt += 1;
+            IN_BUCKET
+        };
+        if poison {
+            tally.poison_in_bucket += 1;
+        }
+        if let Some(f) = found.get_mut(host, seq) {
+            *f |= flag;
+        }
+    }
+}
+
+/// Whether `object` carries the attributes write `(host, seq)` was given (its
+/// content type only when the write named one: otherwise the store picks it).
+fn attributes_match(shape: &Shape, host: u32, seq: u64, object: &ObjectRecord) -> bool {
+    let (content_type, attributes) = object_attributes(&shape.attributes(host, seq));
+    content_type.is_none_or(|t| t == object.content_type) && &attributes == object.attributes()
 }
 
 /// Marks the writes each host's spool still holds (with the length and crc32c they
 /// were written with: an entry with other bytes counts as missing), dead-lettered or
 /// quarantined; counts good objects that were dead-lettered.
-fn look_in_inventories(run: &RunOutput, found: &mut Found, tally: &mut Tally) {
+fn look_in_inventories(
+    run: &RunOutput,
+    others: &OtherWriters,
+    found: &mut Found,
+    tally: &mut Tally,
+) {
     let shape = run.scenario.shape();
     for inventory in run.recorder.inventories.values() {
         for (entries, flag) in [
@@ -240,7 +331,7 @@ fn look_in_inventories(run: &RunOutput, found: &mut Found, tally: &mut Tally) {
                     && intact
                 {
                     *f |= flag;
-                    if flag == DEAD && !poison {
+                    if flag == DEAD && !poison && !others.contains_key(&(host, seq)) {
                         tally.good_dead_lettered += 1;
                     }
                 }
@@ -270,6 +361,7 @@ struct Followed {
     in_flight: u64,
     lost_examples: Vec<String>,
     set_aside_examples: Vec<String>,
+    conflict_examples: Vec<String>,
 }
 
 /// The write `name` is the exact name of, if any: a name that only starts like one
@@ -292,12 +384,18 @@ fn describe(shape: &Shape, host: usize, seq: usize, w: &crate::ledger::Write) ->
 /// Counts what each write's caller was told and where an acknowledged write
 /// ended up (the bucket first, then set aside, then pending; else destroyed by the
 /// disk, or lost).
-fn follow_each_write(run: &RunOutput, found: &Found, tally: &mut Tally) -> Followed {
+fn follow_each_write(
+    run: &RunOutput,
+    others: &OtherWriters,
+    found: &Found,
+    tally: &mut Tally,
+) -> Followed {
     let shape = run.scenario.shape();
     let mut followed = Followed {
         in_flight: 0,
         lost_examples: Vec::new(),
         set_aside_examples: Vec::new(),
+        conflict_examples: Vec::new(),
     };
     for (host, h) in run.ledger.hosts().iter().enumerate() {
         for (seq, w) in h.writes.iter().enumerate() {
@@ -321,11 +419,15 @@ fn follow_each_write(run: &RunOutput, found: &Found, tally: &mut Tally) -> Follo
                     list.push(describe(&shape, host, seq, w));
                 }
             };
-            if f & IN_BUCKET != 0 {
+            let conflict = others.contains_key(&(host as u32, seq as u64));
+            if conflict && w.told == Told::Stored {
+                tally.conflicts_told_stored += 1;
+                example(&mut followed.conflict_examples);
+            } else if f & IN_BUCKET != 0 {
                 tally.delivered += 1;
             } else if f & DEAD != 0 {
                 tally.dead_lettered += 1;
-                if !w.poison {
+                if !w.poison && !conflict {
                     example(&mut followed.set_aside_examples);
                 }
             } else if f & QUARANTINED != 0 {
@@ -338,6 +440,9 @@ fn follow_each_write(run: &RunOutput, found: &Found, tally: &mut Tally) -> Follo
                 tally.pending += 1;
             } else if f & DAMAGED != 0 {
                 tally.destroyed_by_disk += 1;
+            } else if conflict {
+                tally.conflicts_removed += 1;
+                example(&mut followed.conflict_examples);
             } else {
                 tally.lost += 1;
                 example(&mut followed.lost_examples);
@@ -370,13 +475,34 @@ fn acknowledged_writes_delivered(tally: &Tally, lost_examples: &[String]) -> Inv
 }
 
 fn bucket_holds_only_what_was_written(tally: &Tally) -> Invariant {
+    let failed = tally.foreign > 0
+        || tally.corrupt > 0
+        || tally.attributes_differ > 0
+        || tally.overwrote_other_writer > 0;
     Invariant {
         name: "bucket_holds_only_what_was_written",
-        statement: "Nothing is in the bucket that no producer wrote, and every object has the bytes it was written with",
-        status: Status::failed_if(tally.foreign > 0 || tally.corrupt > 0, || {
+        statement: "Nothing is in the bucket that no producer wrote; every object has the name, bytes and attributes it was written with (or is the object another writer put there first, untouched)",
+        status: Status::failed_if(failed, || {
             format!(
-                "{} unknown objects, {} with wrong bytes",
-                tally.foreign, tally.corrupt
+                "{} unknown objects, {} with wrong bytes, {} with wrong attributes, {} writes replaced another writer's object",
+                tally.foreign, tally.corrupt, tally.attributes_differ, tally.overwrote_other_writer
+            )
+        }),
+    }
+}
+
+fn conflicts_caught(tally: &Tally, examples: &[String]) -> Invariant {
+    let failed = tally.conflicts_told_stored > 0 || tally.conflicts_removed > 0;
+    Invariant {
+        name: "conflicts_caught",
+        statement: "A write whose name another writer took first with other bytes is never told stored and never removed as if it had landed: it is refused, or dead-lettered as a conflict",
+        status: Status::failed_if(failed, || {
+            format!(
+                "{} of {} conflicting writes were told stored, {} were removed from a spool (e.g. {})",
+                tally.conflicts_told_stored,
+                tally.conflicts,
+                tally.conflicts_removed,
+                examples.join("; ")
             )
         }),
     }
@@ -488,14 +614,17 @@ fn spool_ends_empty(run: &RunOutput) -> Invariant {
     // is already in the bucket came back after the last power loss (its removal was
     // never made durable): the next start sends it, is answered "already exists",
     // and removes it. Only the others are left to drain.
-    let in_bucket: std::collections::BTreeSet<&str> =
-        run.bucket.iter().map(|o| o.name.as_str()).collect();
+    let in_bucket: BTreeMap<&str, u32> = run
+        .bucket
+        .iter()
+        .map(|o| (o.name.as_str(), o.crc32c))
+        .collect();
     let (resurrected, undelivered): (Vec<_>, Vec<_>) = run
         .recorder
         .inventories
         .iter()
         .flat_map(|(host, i)| i.pending.iter().map(move |e| (host, e)))
-        .partition(|(_, e)| in_bucket.contains(e.name.as_str()));
+        .partition(|(_, e)| in_bucket.get(e.name.as_str()) == Some(&e.crc32c));
     let left = undelivered.len() as u64;
     let bytes: u64 = undelivered
         .iter()

@@ -16,7 +16,7 @@ use futures::stream::BoxStream;
 use object_store::path::Path;
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
+    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
 
 pub use crate::simdisk::DiskMutant;
@@ -30,6 +30,12 @@ pub enum StoreMutant {
     /// "Already exists" is reported as success: the bytes there are never compared,
     /// so another writer's object passes for ours.
     ConflictAsSuccess,
+    /// "Already exists" is reported as success when the object there has the same
+    /// size: the check the spool made before it compared MD5s or bytes.
+    ConflictSameSizeAsSuccess,
+    /// Writes are sent without their attributes (content type, metadata): the
+    /// spool's writes before entries kept them.
+    DropsAttributes,
 }
 
 /// One planted bug.
@@ -43,7 +49,7 @@ pub enum Mutant {
 
 impl Mutant {
     /// Every mutant in the catalogue.
-    pub const ALL: [Mutant; 8] = [
+    pub const ALL: [Mutant; 10] = [
         Mutant::Disk(DiskMutant::DataNotSynced),
         Mutant::Disk(DiskMutant::ShortWriteIgnored),
         Mutant::Disk(DiskMutant::RenameNotAwaited),
@@ -52,6 +58,8 @@ impl Mutant {
         Mutant::Disk(DiskMutant::ListingDropsEntries),
         Mutant::Store(StoreMutant::LosesWrites),
         Mutant::Store(StoreMutant::ConflictAsSuccess),
+        Mutant::Store(StoreMutant::ConflictSameSizeAsSuccess),
+        Mutant::Store(StoreMutant::DropsAttributes),
     ];
 
     /// A short name for tables and logs.
@@ -67,6 +75,10 @@ impl Mutant {
             Mutant::Store(StoreMutant::ConflictAsSuccess) => {
                 "a 412 treated as landed without comparing"
             }
+            Mutant::Store(StoreMutant::ConflictSameSizeAsSuccess) => {
+                "a 412 treated as landed on size alone"
+            }
+            Mutant::Store(StoreMutant::DropsAttributes) => "attributes dropped on the way",
         }
     }
 }
@@ -120,6 +132,26 @@ impl ObjectStore for LyingStore {
                 match self.inner.put_opts(location, payload, opts).await {
                     Err(object_store::Error::AlreadyExists { .. })
                     | Err(object_store::Error::Precondition { .. }) => Ok(fake_result()),
+                    other => other,
+                }
+            }
+            StoreMutant::DropsAttributes => {
+                let opts = PutOptions {
+                    attributes: Default::default(),
+                    ..opts
+                };
+                self.inner.put_opts(location, payload, opts).await
+            }
+            StoreMutant::ConflictSameSizeAsSuccess => {
+                let size = payload.content_length() as u64;
+                match self.inner.put_opts(location, payload, opts).await {
+                    Err(e @ object_store::Error::AlreadyExists { .. })
+                    | Err(e @ object_store::Error::Precondition { .. }) => {
+                        match self.inner.head(location).await {
+                            Ok(meta) if meta.size == size => Ok(fake_result()),
+                            _ => Err(e),
+                        }
+                    }
                     other => other,
                 }
             }

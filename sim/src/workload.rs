@@ -9,6 +9,8 @@
 //! them, spaces, non-ASCII letters, symbols and a 4-byte character), up to 1,024
 //! bytes in all. Poison writes start with `poison/`, which the fake refuses.
 
+use bytes::Bytes;
+use fake_gcs::ObjectAttributes;
 use object_store::{Attribute, Attributes};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -23,6 +25,7 @@ mod purpose {
     pub const NAME: u64 = 101;
     pub const ATTRIBUTES: u64 = 102;
     pub const CONFLICT: u64 = 103;
+    pub const OTHER_WRITERS_BYTES: u64 = 104;
 }
 
 /// Characters hard names are drawn from (besides `/` between segments).
@@ -144,6 +147,95 @@ impl Shape {
         let _ = rng.random::<u64>();
         rng.random_bool(0.5)
     }
+}
+
+/// The object another writer put under a write's name before it: what the
+/// producer plants in the bucket, and what the checker expects to find there when
+/// the producer's write was (rightly) refused.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtherWriter {
+    /// The other writer's bytes.
+    pub bytes: Bytes,
+    /// Its content type (`None`: the store's default).
+    pub content_type: Option<String>,
+    /// Its other attributes.
+    pub attributes: ObjectAttributes,
+    /// Whether the object is composite (its ETag is not an MD5).
+    pub composite: bool,
+}
+
+impl Shape {
+    /// The object another writer put under the name of write `(host, seq)` before
+    /// it, given the write's own bytes; `None` when no one did (never for a poison
+    /// write, whose name the store refuses to everyone).
+    pub fn other_writer(
+        &self,
+        host: u32,
+        seq: u64,
+        poison: bool,
+        own: &Bytes,
+    ) -> Option<OtherWriter> {
+        if poison {
+            return None;
+        }
+        let conflict = self.conflict(host, seq)?;
+        let composite = self.conflict_is_composite(host, seq);
+        let other_bytes = |size: usize| {
+            let seed = derive_seed(self.seed, &[purpose::OTHER_WRITERS_BYTES]);
+            crate::ledger::payload(seed, host, seq, size)
+        };
+        Some(match conflict {
+            Conflict::SameBytes => {
+                let (content_type, attributes) = object_attributes(&self.attributes(host, seq));
+                OtherWriter {
+                    bytes: own.clone(),
+                    content_type,
+                    attributes,
+                    composite,
+                }
+            }
+            Conflict::SameSize | Conflict::OtherSize => {
+                let size = match conflict {
+                    Conflict::SameSize => own.len(),
+                    _ => own.len() + 1 + own.len() / 2,
+                };
+                let mut bytes = other_bytes(size).to_vec();
+                if bytes == own.as_ref() {
+                    // Tiny payloads can coincide; the other writer's must differ.
+                    bytes[0] ^= 0xff;
+                }
+                OtherWriter {
+                    bytes: bytes.into(),
+                    content_type: Some("application/x-other-writer".into()),
+                    attributes: ObjectAttributes::default(),
+                    composite,
+                }
+            }
+        })
+    }
+}
+
+/// `object_store`'s attributes as the fake keeps them: the content type apart,
+/// the rest (custom metadata included) in [`ObjectAttributes`].
+pub fn object_attributes(attributes: &Attributes) -> (Option<String>, ObjectAttributes) {
+    let mut content_type = None;
+    let mut out = ObjectAttributes::default();
+    for (key, value) in attributes {
+        let value = value.to_string();
+        match key {
+            Attribute::ContentType => content_type = Some(value),
+            Attribute::ContentEncoding => out.content_encoding = Some(value),
+            Attribute::CacheControl => out.cache_control = Some(value),
+            Attribute::ContentDisposition => out.content_disposition = Some(value),
+            Attribute::ContentLanguage => out.content_language = Some(value),
+            Attribute::Metadata(k) => {
+                out.metadata.insert(k.to_string(), value);
+            }
+            // Storage class and anything newer: not part of an object's identity.
+            _ => {}
+        }
+    }
+    (content_type, out)
 }
 
 /// Segments of hard characters joined by `/`, about `budget` bytes, none empty and

@@ -78,6 +78,7 @@ pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput
     let scenario = Arc::new(scenario);
     let shared = Arc::new(Shared::new(scenario.clone(), options.mutant));
     let fake = start_fake(&scenario, &shared)?;
+    shared.fake.set(fake.clone()).expect("one fake per run");
     let mut world = World {
         sim: build_sim(&scenario),
         disk_crashes: disk_crashes(&scenario, &shared),

@@ -19,7 +19,9 @@ fn killer(mutant: Mutant) -> &'static str {
         Mutant::Disk(DiskMutant::ShortWriteIgnored) | Mutant::Store(StoreMutant::LosesWrites) => {
             "demo"
         }
-        Mutant::Store(StoreMutant::ConflictAsSuccess) => "conflicts",
+        Mutant::Store(StoreMutant::ConflictAsSuccess)
+        | Mutant::Store(StoreMutant::ConflictSameSizeAsSuccess)
+        | Mutant::Store(StoreMutant::DropsAttributes) => "conflicts",
     }
 }
 

@@ -220,6 +220,25 @@ impl Spool {
         }
     }
 
+    /// Waits until the spool holds no entry: each one delivered (and its removal
+    /// done), dead-lettered or quarantined. Returns at once when it is empty; waits
+    /// forever while the store keeps failing (put a timeout around it).
+    pub async fn wait_until_empty(&self) {
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.is_empty() {
+                self.flush_removals().await;
+                if self.is_empty() {
+                    return;
+                }
+                continue;
+            }
+            changed.await;
+        }
+    }
+
     /// Removes one batch from the queue: one disk call, then the index, then a
     /// directory sync when one is due.
     async fn remove_batch(&self, batch: Vec<(u64, String)>) {
