@@ -140,7 +140,7 @@ fn every_attribute() -> Attributes {
 }
 
 #[tokio::test]
-async fn names_the_client_or_the_store_cannot_take_are_refused_before_sending() {
+async fn names_and_attributes_the_client_or_the_store_cannot_take_are_refused_before_sending() {
     let (fake, base) = real_fake(config(true, FaultPlan::none())).await;
     let store = gcs_store_http(&base, BUCKET).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -177,6 +177,20 @@ async fn names_the_client_or_the_store_cannot_take_are_refused_before_sending() 
             ),
         }
     }
-    assert_eq!(fake.stats().requests, 0, "a refused name reached the store");
+    let mut unsendable = Attributes::new();
+    unsendable.insert(Attribute::Metadata("owner".into()), "sre ☃".into());
+    let err = uploader
+        .upload_with("fine/name", Bytes::from_static(b"x"), &unsendable)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, UploadError::InvalidAttributes(_)) && err.to_string().contains("owner"),
+        "{err}"
+    );
+    assert_eq!(
+        fake.stats().requests,
+        0,
+        "a refused write reached the store"
+    );
     assert!(spool.is_empty());
 }

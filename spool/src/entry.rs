@@ -138,6 +138,18 @@ pub enum InvalidAttributes {
     /// An attribute kind this version of the spool does not know.
     #[error("attribute {0} cannot be spooled")]
     Unsupported(String),
+    /// A value (or a custom metadata key) that cannot travel in an HTTP header:
+    /// object stores' write APIs take attributes as headers, which carry printable
+    /// ASCII only. Encode such values first (percent-encoding or base64).
+    #[error("attribute {attribute} {text:?} cannot be sent: {reason}")]
+    NotHeaderSafe {
+        /// The attribute (`content-type`, `metadata owner`, ...).
+        attribute: String,
+        /// The refused key or value.
+        text: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The encoded attributes exceed [`MAX_ATTRIBUTE_BYTES`].
     #[error("attributes take {bytes} bytes; at most {MAX_ATTRIBUTE_BYTES} can be spooled")]
     TooLarge {
@@ -172,6 +184,7 @@ pub fn encode_attributes(attributes: &Attributes) -> Result<Vec<u8>, InvalidAttr
     let mut items = Vec::with_capacity(attributes.len());
     for (attribute, value) in attributes {
         let (kind, key) = kind_of(attribute)?;
+        check_header_safe(attribute, key, value.as_ref())?;
         items.push((kind, key, value.as_ref()));
     }
     items.sort_unstable();
@@ -187,6 +200,41 @@ pub fn encode_attributes(attributes: &Attributes) -> Result<Vec<u8>, InvalidAttr
         return Err(InvalidAttributes::TooLarge { bytes: out.len() });
     }
     Ok(out)
+}
+
+/// Refuses what an HTTP header cannot carry: a value with anything but printable
+/// ASCII, spaces and tabs (raw UTF-8 would be mangled or refused by the store), or
+/// a metadata key that is not an HTTP token.
+fn check_header_safe(
+    attribute: &Attribute,
+    key: &str,
+    value: &str,
+) -> Result<(), InvalidAttributes> {
+    let name = || match attribute {
+        Attribute::Metadata(key) => format!("metadata {key:?}"),
+        other => format!("{other:?}"),
+    };
+    let value_ok = value
+        .bytes()
+        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b));
+    if !value_ok {
+        return Err(InvalidAttributes::NotHeaderSafe {
+            attribute: name(),
+            text: value.into(),
+            reason: "values must be printable ASCII (percent-encode or base64 anything else)",
+        });
+    }
+    // Header names arrive lower-cased, so an upper-case key would come back renamed.
+    let token =
+        |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b"!#$%&'*+-.^_`|~".contains(&b);
+    if matches!(attribute, Attribute::Metadata(_)) && (key.is_empty() || !key.bytes().all(token)) {
+        return Err(InvalidAttributes::NotHeaderSafe {
+            attribute: name(),
+            text: key.into(),
+            reason: "metadata keys must be lower-case HTTP tokens (a-z, 0-9 and !#$%&'*+-.^_`|~): header names arrive lower-cased",
+        });
+    }
+    Ok(())
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) -> Result<(), InvalidAttributes> {
@@ -337,12 +385,52 @@ pub fn decode(file: Bytes) -> Result<(Header, Bytes), Corrupt> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn attributes_a_header_cannot_carry_are_refused_by_name() {
+        use object_store::{Attribute, Attributes};
+        let refused = [
+            (
+                Attribute::Metadata("owner".into()),
+                "sre ☃",
+                "metadata \"owner\"",
+            ),
+            (
+                Attribute::ContentDisposition,
+                "attachment; filename=\"é.txt\"",
+                "ContentDisposition",
+            ),
+            (Attribute::CacheControl, "no-store\r\nx: y", "CacheControl"),
+            (
+                Attribute::Metadata("Owner".into()),
+                "sre",
+                "metadata \"Owner\"",
+            ),
+            (Attribute::Metadata("a b".into()), "sre", "metadata \"a b\""),
+        ];
+        for (attribute, value, named) in refused {
+            let mut attributes = Attributes::new();
+            attributes.insert(attribute, value.into());
+            let err = super::encode_attributes(&attributes).unwrap_err();
+            assert!(
+                matches!(err, super::InvalidAttributes::NotHeaderSafe { .. }),
+                "{err}"
+            );
+            assert!(
+                err.to_string().contains(named),
+                "{err} does not name {named}"
+            );
+        }
+        let mut fine = Attributes::new();
+        fine.insert(Attribute::Metadata("x-run_1".into()), "a\tb ~!".into());
+        assert!(super::encode_attributes(&fine).is_ok());
+    }
+
     use super::*;
 
     fn attributes() -> Attributes {
         let mut a = Attributes::new();
         a.insert(Attribute::ContentType, "application/json".into());
-        a.insert(Attribute::Metadata("team".into()), "sre ☃".into());
+        a.insert(Attribute::Metadata("team".into()), "sre, on-call".into());
         a.insert(Attribute::CacheControl, "no-cache".into());
         a
     }

@@ -115,6 +115,8 @@ impl Uploader {
         attributes: &Attributes,
     ) -> Result<Outcome, UploadError> {
         self.remote.path(name)?;
+        // Refused before anything is sent: the same check the spool makes.
+        crate::entry::encode_attributes(attributes)?;
         if self.config.ordered && !self.spool.is_empty() {
             return self.spool_it(name, payload, attributes, None).await;
         }

@@ -14,8 +14,6 @@ use std::collections::BTreeMap;
 use http::HeaderMap;
 use serde_json::{Map, Value};
 
-use crate::wire::route::header;
-
 /// The prefix of the XML API's custom metadata headers.
 pub const META_HEADER_PREFIX: &str = "x-goog-meta-";
 
@@ -88,21 +86,30 @@ impl ObjectAttributes {
 
     /// The attributes an XML API request's headers give: `Content-Encoding`,
     /// `Cache-Control`, `Content-Disposition`, `Content-Language` and
-    /// `x-goog-meta-*` (what `object_store` sends for its `Attributes`). Values
-    /// that are not text are ignored.
-    pub fn from_headers(headers: &HeaderMap) -> Self {
+    /// `x-goog-meta-*` (what `object_store` sends for its `Attributes`). A value
+    /// that is not printable ASCII (raw UTF-8 bytes in a header) is refused with
+    /// the header's name, never dropped: an object must not lose an attribute
+    /// its writer was told it has.
+    pub fn from_headers(headers: &HeaderMap) -> Result<Self, String> {
+        let text = |name: &str, value: &http::HeaderValue| {
+            value.to_str().map(str::to_string).map_err(|_| {
+                format!(
+                    "header {name} is not printable ASCII; send non-ASCII attribute values through the JSON API"
+                )
+            })
+        };
         let mut attributes = ObjectAttributes::default();
         for ((_, name), slot) in FIELDS.iter().zip(attributes.values_mut()) {
-            *slot = header(headers, name).map(str::to_string);
+            *slot = headers.get(*name).map(|v| text(name, v)).transpose()?;
         }
-        attributes.metadata = headers
-            .iter()
-            .filter_map(|(k, v)| {
-                let key = k.as_str().strip_prefix(META_HEADER_PREFIX)?;
-                Some((key.to_string(), v.to_str().ok()?.to_string()))
-            })
-            .collect();
-        attributes
+        for (k, v) in headers {
+            if let Some(key) = k.as_str().strip_prefix(META_HEADER_PREFIX) {
+                attributes
+                    .metadata
+                    .insert(key.to_string(), text(k.as_str(), v)?);
+            }
+        }
+        Ok(attributes)
     }
 
     /// Adds the attributes that are set to a JSON object resource.
@@ -197,7 +204,20 @@ mod tests {
         }
         assert_eq!(headers["x-goog-meta-k"], "v");
         assert_eq!(headers["content-language"], "fr");
-        assert_eq!(ObjectAttributes::from_headers(&headers), full());
+        assert_eq!(ObjectAttributes::from_headers(&headers), Ok(full()));
+    }
+
+    #[test]
+    fn a_header_value_that_is_not_ascii_is_refused_by_name_not_dropped() {
+        for name in ["x-goog-meta-owner", "content-disposition"] {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                http::HeaderName::from_static(name),
+                http::HeaderValue::from_bytes("sre ☃".as_bytes()).unwrap(),
+            );
+            let err = ObjectAttributes::from_headers(&headers).unwrap_err();
+            assert!(err.contains(name), "{err}");
+        }
     }
 
     #[test]

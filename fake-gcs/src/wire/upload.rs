@@ -162,7 +162,7 @@ impl Upload {
         let given_type = header(headers, "content-type");
         Upload {
             data,
-            attributes: ObjectAttributes::from_headers(headers),
+            attributes: ObjectAttributes::from_headers(headers).map_err(Rejection::invalid)?,
             declared,
             ..Upload::new(Api::Xml, bucket, name, given_type, preconditions)
         }
