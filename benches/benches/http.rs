@@ -1,6 +1,6 @@
-//! Drain over HTTP: the fake Cloud Storage (`sim::gcs::FakeGcs`) on a loopback port in
+//! Drain over HTTP: the fake Cloud Storage (`fake_gcs::FakeGcs`) on a loopback port in
 //! this process, and a spool of 10k entries of 1 KiB drained through the real
-//! `object_store` GCS client (`sim::connector::gcs_store_http`: reqwest, plain HTTP,
+//! `object_store` GCS client (built by `spool::connect` with an emulator endpoint: reqwest, plain HTTP,
 //! its retries off) with 1, 4 and 16 workers; each iteration drains 500 entries and is
 //! timed, the spool is refilled between iterations (untimed).
 //!
@@ -25,12 +25,12 @@ use std::time::{Duration, Instant, SystemTime};
 use benches::{Backlog, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, mark_clean, run_token};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use fake_gcs::{FakeGcs, FakeGcsConfig, TokioClock};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use object_store::ObjectStore;
-use sim::gcs::{FakeGcs, FakeGcsConfig, TokioClock};
 use spool::testing::{FlakyStore, Mode};
 
 const BUCKET: &str = "bench";
@@ -56,7 +56,8 @@ fn http(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (fake, addr) = start_fake(&rt);
     let store = FlakyStore::wrapping(
-        sim::connector::gcs_store_http(&format!("http://{addr}"), BUCKET).unwrap(),
+        spool::connect::store_from_url(&format!("gs://{BUCKET}"), Some(&format!("http://{addr}")))
+            .unwrap(),
         Mode::Healthy,
     );
 

@@ -250,26 +250,6 @@ pub fn gcs_store(base_url: &str, bucket: &str) -> object_store::Result<Arc<dyn O
     Ok(Arc::new(store))
 }
 
-/// The same store against a real port (for example `fake-gcs`), through
-/// `object_store`'s own reqwest client over plain HTTP. Its default timeouts (30 s
-/// per request, 5 s to connect) apply.
-///
-/// Only tests and the HTTP bench call it; it is in the library (and reqwest and
-/// rustls with it) because `benches/` imports it from here.
-pub fn gcs_store_http(base_url: &str, bucket: &str) -> object_store::Result<Arc<dyn ObjectStore>> {
-    // reqwest is built without a bundled TLS provider; plain HTTP never uses it, but
-    // building the client needs one installed. Installing twice is harmless.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let store = GoogleCloudStorageBuilder::new()
-        .with_bucket_name(bucket)
-        .with_base_url(base_url)
-        .with_credentials(empty_bearer())
-        .with_retry(no_client_retries())
-        .with_client_options(ClientOptions::new().with_allow_http(true))
-        .build()?;
-    Ok(Arc::new(store))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

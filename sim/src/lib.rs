@@ -31,9 +31,6 @@
 pub mod app;
 pub mod checker;
 pub mod connector;
-/// The Cloud Storage fake, re-exported for the benches, which still import it as
-/// `sim::gcs`; everything in this crate uses [`fake_gcs`] directly.
-pub use fake_gcs as gcs;
 pub mod gcs_host;
 pub mod inventory;
 pub mod ledger;

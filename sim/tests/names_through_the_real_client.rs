@@ -9,10 +9,9 @@ mod common;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{BUCKET, config, real_fake};
+use common::{BUCKET, config, gcs_store_http, real_fake};
 use fake_gcs::FaultPlan;
 use object_store::{Attribute, Attributes};
-use sim::connector::gcs_store_http;
 use spool::name::InvalidName;
 use spool::{Drainer, DrainerConfig, Outcome, Remote, Spool, SpoolConfig, UploadError, Uploader};
 

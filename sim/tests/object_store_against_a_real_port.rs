@@ -1,17 +1,16 @@
 //! The production client path on a real loopback port: `object_store`'s own reqwest
-//! client (through `sim::connector::gcs_store_http`) and the spool's `Remote`.
+//! client (built by `spool::connect`, as a user builds it) and the spool's `Remote`.
 
 mod common;
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{BUCKET, config, real_fake};
+use common::{BUCKET, config, gcs_store_http, real_fake};
 use fake_gcs::FaultPlan;
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
-use sim::connector::gcs_store_http;
 use spool::remote::Existing;
 use spool::{Remote, StoreError};
 

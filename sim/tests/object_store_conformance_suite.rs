@@ -7,10 +7,9 @@
 
 mod common;
 
-use common::{BUCKET, config, real_fake};
+use common::{BUCKET, config, gcs_store_http, real_fake};
 use fake_gcs::FaultPlan;
 use object_store::integration::*;
-use sim::connector::gcs_store_http;
 
 #[tokio::test]
 async fn object_stores_own_suite_passes_against_the_fake() {

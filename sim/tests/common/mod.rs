@@ -43,6 +43,15 @@ pub async fn real_fake(config: FakeGcsConfig) -> (FakeGcs, String) {
     (fake, base)
 }
 
+/// `object_store`'s own GCS client (reqwest) over plain HTTP against `base_url`,
+/// built as a user's would be: `spool::connect` with an emulator endpoint.
+pub fn gcs_store_http(
+    base_url: &str,
+    bucket: &str,
+) -> Result<Arc<dyn object_store::ObjectStore>, spool::connect::ConnectError> {
+    spool::connect::store_from_url(&format!("gs://{bucket}"), Some(base_url))
+}
+
 /// A fake for turmoil; serve it with [`world`].
 pub fn turmoil_fake(config: FakeGcsConfig) -> FakeGcs {
     FakeGcs::new(config, Arc::new(TurmoilClock::new())).unwrap()
