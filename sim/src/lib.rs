@@ -16,7 +16,10 @@
 //! | [`world`] | the turmoil world: hosts, events, stepping, wind-down |
 //! | [`gcs_host`] | the fake as a turmoil host: accept loop and clock |
 //! | [`app`] | the app host: spool, uploader, drainer and producer per boot |
-//! | [`disk`] | `spool::Disk` over turmoil's simulated file system |
+//! | [`simdisk`] | the bench's own disk behind `spool::Disk`: inodes, live and durable views, the crash model, faults per operation |
+//! | [`workload`] | what producers write: names (plain or hard), attributes, other writers who take a name first |
+//! | [`inventory`] | each host's final inventory, after a last power loss and a reopen, every entry decoded |
+//! | [`mutants`] | deliberate bugs planted at the disk and object-store seams, each of which a shipped scenario must catch |
 //! | [`connector`] | `object_store`'s HTTP transport over turmoil TCP |
 //! | [`ledger`] | what every caller was told, outside the hosts |
 //! | [`recorder`] | samples, events and inventories, outside the hosts |

@@ -3,8 +3,8 @@
 //! then wound down so every host stops gracefully and takes its inventory.
 //!
 //! Everything a run decides comes from the scenario's seed, through [`derive_seed`]:
-//! turmoil's world RNG (network latency, disk faults), the fake's fault RNG, each host
-//! boot's producer and drainer. Nothing reads real time or real randomness, so the
+//! turmoil's world RNG (network latency), the fake's fault RNG, each host's disk
+//! (faults and what survives power loss), each host boot's producer and drainer. Nothing reads real time or real randomness, so the
 //! same scenario and seed step through the same states.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! The disk seam: the eight file-system operations the spool needs, and nothing else.
+//! The disk seam: the ten file-system operations the spool needs, and nothing else.
 //!
 //! Production uses [`StdDisk`] (`std::fs` on tokio's blocking pool, so an fsync never
 //! stalls an async worker). A simulation supplies a disk that forgets what was not

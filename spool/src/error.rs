@@ -207,8 +207,9 @@ pub enum UploadError {
     /// client. Nothing was sent.
     #[error(transparent)]
     InvalidName(#[from] InvalidName),
-    /// The attributes cannot be spooled (an unknown kind, or over 8 KiB). Nothing was
-    /// sent.
+    /// The attributes cannot be spooled or sent: an unknown kind, over 8 KiB, or a
+    /// value or metadata key an HTTP header cannot carry (non-ASCII, control
+    /// characters, an upper-case key). Nothing was sent.
     #[error(transparent)]
     InvalidAttributes(#[from] InvalidAttributes),
     /// The store refused the write for good (not retryable); it was not spooled,

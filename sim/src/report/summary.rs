@@ -29,7 +29,8 @@ pub struct Report {
     pub passed: bool,
     /// Where every write ended up (`writes`, `stored`, `spooled`, `rejected`,
     /// `failed`, `unknown`, `unknown_landed`, `in_bucket`, `lost`, `duplicates`,
-    /// `dead_lettered`, `quarantined`, `pending`, in this order).
+    /// `dead_lettered`, `quarantined`, `pending`, `destroyed_by_disk`, `conflicts`, in
+    /// this order).
     #[serde(flatten)]
     pub tally: Tally,
     /// Most entries in all spools at once.
