@@ -6,27 +6,11 @@
 //! series; a disagreement at any instant fails. Skipped with a notice when
 //! `promtool` is not on `PATH`, unless `SPOOL_REQUIRE_PROMTOOL=1`.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
 use spool::alerts::{PromtoolTest, RULES, RulesOptions, Scrape, Scrapes, rules_yaml_with};
-
-fn promtool() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("promtool"))
-            .find(|candidate| candidate.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var("SPOOL_REQUIRE_PROMTOOL").as_deref() != Ok("1"),
-            "promtool is not on PATH and SPOOL_REQUIRE_PROMTOOL=1: apt-get install prometheus"
-        );
-        eprintln!("skipped: promtool is not on PATH");
-    }
-    found
-}
+use spool::testing::tools;
 
 /// Whether `rule` fires at `t` on `host` according to the report's windows.
 fn report_says(series: &sim::report::series::Series, rule: &str, host: u32, t: Duration) -> bool {
@@ -35,25 +19,11 @@ fn report_says(series: &sim::report::series::Series, rule: &str, host: u32, t: D
     })
 }
 
-fn run_promtool(bin: &Path, dir: &Path, test: &str) -> Result<String, String> {
-    std::fs::write(dir.join("test.yml"), test).unwrap();
-    let out = Command::new(bin)
-        .args(["test", "rules", "test.yml"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(text)
-    }
-}
-
 #[test]
 fn the_reports_alert_windows_are_what_promtool_evaluates_on_the_same_scrapes() {
-    let Some(bin) = promtool() else { return };
+    let Some(bin) = tools::tool("promtool") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let rules = rules_yaml_with(&RulesOptions {
         annotations: false,
@@ -99,7 +69,8 @@ fn the_reports_alert_windows_are_what_promtool_evaluates_on_the_same_scrapes() {
             }
             .to_yaml()
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-            if let Err(out) = run_promtool(&bin, dir.path(), &test) {
+            std::fs::write(dir.path().join("test.yml"), test).unwrap();
+            if let Err(out) = tools::run(&bin, dir.path(), &["test", "rules", "test.yml"]) {
                 panic!("{name} host {host}: promtool disagrees with the report:\n{out}");
             }
         }

@@ -8,30 +8,15 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use spool::alerts::{PromtoolTest, RULES, RulesOptions, Scrape, Scrapes, rules_yaml_with};
+use spool::testing::tools;
 
 /// Runs promtool with `args` in `dir`; the combined output, or a panic that shows it.
 fn promtool(promtool: &Path, dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(promtool)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", promtool.display()));
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "promtool {} failed ({}):\n{text}",
-        args.join(" "),
-        out.status
-    );
-    text
+    tools::run(promtool, dir, args)
+        .unwrap_or_else(|text| panic!("promtool {} failed:\n{text}", args.join(" ")))
 }
 
 #[test]
@@ -177,21 +162,7 @@ fn promtool_test(
     .to_yaml()
     .unwrap();
     std::fs::write(dir.join("test.yml"), test).unwrap();
-    let out = Command::new(bin)
-        .args(["test", "rules", "test.yml"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(text)
-    }
+    tools::run(bin, dir, &["test", "rules", "test.yml"])
 }
 
 #[test]

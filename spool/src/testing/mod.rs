@@ -11,6 +11,7 @@ mod clock;
 pub mod conformance;
 mod disk;
 mod store;
+pub mod tools;
 
 use std::path::Path;
 use std::sync::Arc;
