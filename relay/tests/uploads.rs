@@ -267,6 +267,56 @@ async fn a_full_spool_is_503_with_retry_after_until_the_drain_makes_room() {
 }
 
 #[tokio::test]
+async fn a_resumable_session_refused_for_a_full_spool_keeps_its_bytes_for_the_retry() {
+    let (fake, fake_base) = real_fake().await;
+    let setup = Setup {
+        spool: SpoolConfig {
+            max_files: 1,
+            ..SpoolConfig::default()
+        },
+        ..Setup::default()
+    };
+    let h = Harness::in_front_of(&fake_base, setup).await;
+    fail_writes(&fake);
+    assert_eq!(
+        outcome(&h.media("fills/the-spool", b"one").await),
+        "spooled"
+    );
+    let data = payload(1000, 4);
+    let location = h.start_resumable("resumed/r.bin").await;
+    let first = h
+        .http
+        .put(&location)
+        .header("content-range", "bytes 0-599/*");
+    let first = first.body(data[..600].to_vec()).send().await.unwrap();
+    assert_eq!(first.status(), 308);
+    let last = || {
+        let put = h
+            .http
+            .put(&location)
+            .header("content-range", "bytes 600-999/1000");
+        put.body(data[600..].to_vec()).send()
+    };
+    let refused = last().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+
+    fake.clear_faults();
+    h.drained().await;
+    let status = h.http.put(&location).header("content-range", "bytes */*");
+    let status = status.send().await.unwrap();
+    assert_eq!(status.status(), 308, "the session kept its bytes");
+    assert_eq!(status.headers()["range"], "bytes=0-999");
+    let retried = last().await.unwrap();
+    assert_eq!(
+        (retried.status().as_u16(), outcome(&retried)),
+        (200, "stored")
+    );
+    assert_eq!(stored(&fake, "resumed/r.bin").as_deref(), Some(&data[..]));
+    h.stopped().await;
+}
+
+#[tokio::test]
 async fn preconditions_other_than_create_if_absent_are_refused_with_400() {
     let (fake, fake_base) = real_fake().await;
     let h = Harness::in_front_of(&fake_base, Setup::default()).await;
