@@ -5,12 +5,19 @@
 // when any check fails.
 //
 //   node check.js --endpoint http://127.0.0.1:4443 --bucket bkt [--only a,b] [--prefix p/]
+//   node check.js --endpoint http://127.0.0.1:4443 --bucket bkt --suite uploads --manifest FILE
 //
 // The endpoint and bucket may also come from GCS_ENDPOINT and GCS_BUCKET (or
 // STORAGE_EMULATOR_HOST for the endpoint). `--only` (or GCS_CHECKS) runs a subset,
 // for a server that serves only part of the API; `--list` names the checks. Objects
 // are written under a fresh prefix (node-<time>-<pid>/ unless --prefix), so runs do
 // not collide on a server that keeps its objects.
+//
+// `--suite uploads` (or GCS_SUITE) is for a server that takes uploads but serves no
+// reads, such as spool-relay: it runs the upload checks (UPLOAD_CHECKS) and skips
+// their read-backs. `--manifest FILE` (or GCS_MANIFEST) appends one JSON line per
+// object a check wrote (name, size, md5Hash, content type, attributes), so that a
+// later step can check each one where it ended up (clients/relay_check.py).
 
 'use strict';
 
@@ -35,8 +42,24 @@ function options(argv, env) {
     endpoint: flags.endpoint || env.GCS_ENDPOINT || env.STORAGE_EMULATOR_HOST,
     bucket: flags.bucket || env.GCS_BUCKET,
     only: (flags.only || env.GCS_CHECKS || '').split(',').filter(Boolean),
+    suite: flags.suite || env.GCS_SUITE || 'all',
+    manifest: flags.manifest || env.GCS_MANIFEST,
     prefix: flags.prefix || `node-${Date.now()}-${process.pid}/`,
     list: Boolean(flags.list),
+  };
+}
+
+// The checks `--suite uploads` runs, without their read-backs.
+const UPLOAD_CHECKS = ['simple_upload', 'multipart_upload', 'resumable_upload', 'attributes'];
+
+// Appends what an object written under `name` must hold to the manifest, if any.
+function recorder(manifest) {
+  const fs = require('node:fs');
+  return (name, data, attributes = {}) => {
+    if (!manifest) return;
+    const md5Hash = crypto.createHash('md5').update(data).digest('base64');
+    const entry = {client: 'node', name, size: data.length, md5Hash, ...attributes};
+    fs.appendFileSync(manifest, JSON.stringify(entry) + '\n');
   };
 }
 
@@ -60,7 +83,7 @@ async function rejectsWith(promise, code) {
 const CHECKS = {
   // uploadType=media, sent through the client's own authenticated request path
   // (the client's save() uses multipart or resumable uploads only).
-  async simple_upload({storage, bucket, endpoint, name}) {
+  async simple_upload({storage, bucket, endpoint, name, record, writesOnly}) {
     const data = payload();
     const object = name('simple.bin');
     const [resource] = await new Promise((resolve, reject) =>
@@ -79,22 +102,26 @@ const CHECKS = {
     const parsed = typeof resource === 'string' ? JSON.parse(resource) : resource;
     assert.equal(parsed.name, object);
     assert.equal(Number(parsed.size), data.length);
+    record(object, data, {contentType: 'application/octet-stream'});
+    if (writesOnly) return;
     const [downloaded] = await bucket.file(object).download({validation: 'crc32c'});
     assert.ok(downloaded.equals(data), 'the downloaded bytes differ');
   },
 
   // save() without resumable: one multipart request (chunked), crc32c checked by
   // the client against the server's answer.
-  async multipart_upload({bucket, name}) {
+  async multipart_upload({bucket, name, record, writesOnly}) {
     const data = payload();
     const file = bucket.file(name('multipart.bin'));
     await file.save(data, {resumable: false, preconditionOpts: {ifGenerationMatch: 0}});
+    record(file.name, data);
+    if (writesOnly) return;
     const [metadata] = await file.getMetadata();
     assert.equal(Number(metadata.size), data.length);
   },
 
   // save() with resumable: a session, filled in 256 KiB chunks (Content-Range).
-  async resumable_upload({bucket, name}) {
+  async resumable_upload({bucket, name, record, writesOnly}) {
     const data = payload(700 * 1024);
     const file = bucket.file(name('resumable.bin'));
     await file.save(data, {
@@ -102,6 +129,8 @@ const CHECKS = {
       chunkSize: 256 * 1024,
       preconditionOpts: {ifGenerationMatch: 0},
     });
+    record(file.name, data);
+    if (writesOnly) return;
     const [downloaded] = await file.download();
     assert.ok(downloaded.equals(data), 'the downloaded bytes differ');
   },
@@ -121,7 +150,7 @@ const CHECKS = {
 
   // Content type, encoding, cache control, disposition, language and custom
   // metadata come back as given; gzip bytes are served as stored.
-  async attributes({bucket, name}) {
+  async attributes({bucket, name, record, writesOnly}) {
     const data = zlib.gzipSync(Buffer.from('a,b\n1,2\n'.repeat(100)));
     const file = bucket.file(name('attributes.csv.gz'));
     const given = {
@@ -133,6 +162,8 @@ const CHECKS = {
       metadata: {owner: 'node', run: '7'},
     };
     await file.save(data, {resumable: false, metadata: given});
+    record(file.name, data, given);
+    if (writesOnly) return;
     const [metadata] = await file.getMetadata();
     for (const [key, value] of Object.entries(given)) {
       assert.deepEqual(metadata[key], value, `${key} came back as ${JSON.stringify(metadata[key])}`);
@@ -225,14 +256,25 @@ async function main() {
   if (unknown.length > 0) {
     throw new Error(`unknown checks ${unknown.join(', ')}; known: ${Object.keys(CHECKS).join(', ')}`);
   }
+  if (opts.suite !== 'all' && opts.suite !== 'uploads') {
+    throw new Error(`unknown suite ${opts.suite}; known: all, uploads`);
+  }
+  const writesOnly = opts.suite === 'uploads';
+  const notUploads = opts.only.filter(c => !UPLOAD_CHECKS.includes(c));
+  if (writesOnly && notUploads.length > 0) {
+    throw new Error(`--suite uploads runs only ${UPLOAD_CHECKS.join(', ')}; not ${notUploads.join(', ')}`);
+  }
   const storage = new Storage({apiEndpoint: opts.endpoint, projectId: 'test'});
   const context = {
     storage,
     bucket: storage.bucket(opts.bucket),
     endpoint: opts.endpoint.replace(/\/+$/, ''),
     name: suffix => `${opts.prefix}${suffix}`,
+    record: recorder(opts.manifest),
+    writesOnly,
   };
-  const selected = opts.only.length > 0 ? opts.only : Object.keys(CHECKS);
+  const all = writesOnly ? UPLOAD_CHECKS : Object.keys(CHECKS);
+  const selected = opts.only.length > 0 ? opts.only : all;
   let failed = 0;
   for (const check of selected) {
     try {

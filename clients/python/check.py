@@ -5,17 +5,27 @@ uploads. Each check prints `ok` or `FAIL` with the reason; the exit status is 1
 when any check fails.
 
     python check.py --endpoint http://127.0.0.1:4443 --bucket bkt [--only a,b] [--prefix p/]
+    python check.py --endpoint http://127.0.0.1:4443 --bucket bkt --suite uploads --manifest FILE
 
 The endpoint and bucket may also come from GCS_ENDPOINT and GCS_BUCKET (or
 STORAGE_EMULATOR_HOST for the endpoint). `--only` (or GCS_CHECKS) runs a subset,
 for a server that serves only part of the API; `--list` names the checks. Objects
 are written under a fresh prefix (python-<time>-<pid>/ unless --prefix), so runs do
 not collide on a server that keeps its objects.
+
+`--suite uploads` (or GCS_SUITE) is for a server that takes uploads but serves no
+reads, such as spool-relay: it runs the upload checks (UPLOAD_CHECKS) and skips
+their read-backs. `--manifest FILE` (or GCS_MANIFEST) appends one JSON line per
+object a check wrote (name, size, md5Hash, content type, attributes), so that a
+later step can check each one where it ended up (clients/relay_check.py).
 """
 
 import argparse
+import base64
 import gzip
+import hashlib
 import io
+import json
 import os
 import sys
 import time
@@ -32,8 +42,10 @@ from google.resumable_media.requests import SimpleUpload
 class Context:
     """What every check gets: the client, the bucket, the endpoint, object names."""
 
-    def __init__(self, endpoint, bucket, prefix):
+    def __init__(self, endpoint, bucket, prefix, writes_only=False, manifest=None):
         self.endpoint = endpoint.rstrip("/")
+        self.writes_only = writes_only
+        self.manifest = manifest
         self.client = storage.Client(
             project="test",
             credentials=AnonymousCredentials(),
@@ -44,6 +56,17 @@ class Context:
 
     def name(self, suffix):
         return self.prefix + suffix
+
+    def record(self, name, data, **attributes):
+        """Appends what the object written as `name` must hold to the manifest, if
+        any (attributes under their JSON API names)."""
+        if not self.manifest:
+            return
+        md5 = base64.b64encode(hashlib.md5(data).digest()).decode()
+        entry = {"client": "python", "name": name, "size": len(data), "md5Hash": md5}
+        entry.update(attributes)
+        with open(self.manifest, "a", encoding="utf-8") as out:
+            out.write(json.dumps(entry) + "\n")
 
 
 def payload(size=300 * 1024):
@@ -71,6 +94,9 @@ def simple_upload(ctx):
     )
     resource = response.json()
     expect(resource["name"] == name, f"stored as {resource['name']!r}")
+    ctx.record(name, data, contentType="application/octet-stream")
+    if ctx.writes_only:
+        return
     downloaded = ctx.bucket.blob(name).download_as_bytes(checksum="crc32c")
     expect(downloaded == data, "the downloaded bytes differ")
 
@@ -80,6 +106,9 @@ def multipart_upload(ctx):
     data = payload()
     blob = ctx.bucket.blob(ctx.name("multipart.bin"))
     blob.upload_from_string(data, if_generation_match=0, checksum="crc32c")
+    ctx.record(blob.name, data)
+    if ctx.writes_only:
+        return
     blob.reload()
     expect(blob.size == len(data), f"size {blob.size}, not {len(data)}")
 
@@ -90,6 +119,9 @@ def resumable_upload(ctx):
     data = payload(700 * 1024)
     blob = ctx.bucket.blob(ctx.name("resumable.bin"), chunk_size=256 * 1024)
     blob.upload_from_file(io.BytesIO(data), if_generation_match=0, checksum="crc32c")
+    ctx.record(blob.name, data)
+    if ctx.writes_only:
+        return
     downloaded = ctx.bucket.blob(blob.name).download_as_bytes()
     expect(downloaded == data, "the downloaded bytes differ")
 
@@ -123,6 +155,18 @@ def attributes(ctx):
     for key, value in given.items():
         setattr(blob, key, value)
     blob.upload_from_string(data, content_type=given["content_type"])
+    ctx.record(
+        name,
+        data,
+        contentType=given["content_type"],
+        contentEncoding=given["content_encoding"],
+        cacheControl=given["cache_control"],
+        contentDisposition=given["content_disposition"],
+        contentLanguage=given["content_language"],
+        metadata=given["metadata"],
+    )
+    if ctx.writes_only:
+        return
     stored = ctx.bucket.get_blob(name)
     for key, value in given.items():
         got = getattr(stored, key)
@@ -201,6 +245,9 @@ CHECKS = {
     "compose": compose,
 }
 
+# The checks `--suite uploads` runs, without their read-backs.
+UPLOAD_CHECKS = ["simple_upload", "multipart_upload", "resumable_upload", "attributes"]
+
 
 def arguments():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -208,6 +255,8 @@ def arguments():
     parser.add_argument("--endpoint", default=env.get("GCS_ENDPOINT") or env.get("STORAGE_EMULATOR_HOST"))
     parser.add_argument("--bucket", default=env.get("GCS_BUCKET"))
     parser.add_argument("--only", default=env.get("GCS_CHECKS", ""))
+    parser.add_argument("--suite", choices=["all", "uploads"], default=env.get("GCS_SUITE", "all"))
+    parser.add_argument("--manifest", default=env.get("GCS_MANIFEST"))
     parser.add_argument("--prefix", default=f"python-{int(time.time() * 1000)}-{os.getpid()}/")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
@@ -219,6 +268,9 @@ def arguments():
     unknown = [c for c in args.only if c not in CHECKS]
     if unknown:
         parser.error(f"unknown checks {', '.join(unknown)}; known: {', '.join(CHECKS)}")
+    not_uploads = [c for c in args.only if c not in UPLOAD_CHECKS]
+    if args.suite == "uploads" and not_uploads:
+        parser.error(f"--suite uploads runs only {', '.join(UPLOAD_CHECKS)}; not {', '.join(not_uploads)}")
     return args
 
 
@@ -227,8 +279,9 @@ def main():
     if args.list:
         print("\n".join(CHECKS))
         return 0
-    ctx = Context(args.endpoint, args.bucket, args.prefix)
-    selected = args.only or list(CHECKS)
+    writes_only = args.suite == "uploads"
+    ctx = Context(args.endpoint, args.bucket, args.prefix, writes_only, args.manifest)
+    selected = args.only or (UPLOAD_CHECKS if writes_only else list(CHECKS))
     failed = 0
     for check in selected:
         try:

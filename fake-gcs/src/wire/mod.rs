@@ -64,8 +64,10 @@ pub use resumable::{Progress, Session, Sessions, incomplete, started};
 pub use route::{Api, Query, Route, UploadKind, header};
 pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};
 
+/// The JSON bucket resource and bucket list: the fake serves its buckets with them,
+/// and a relay answers `GET /storage/v1/b/{bucket}` for the one bucket it writes to.
+pub use bucket::{bucket_list, bucket_resource};
 // The fake's own use: a relay answers reads and lists from upstream.
-pub(crate) use bucket::{bucket_list, bucket_resource};
 pub(crate) use list::{ListPage, ListQuery};
 pub(crate) use object::etag_matches;
 pub(crate) use range::resolve_range;

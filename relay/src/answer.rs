@@ -1,0 +1,202 @@
+//! What the relay answers, in Cloud Storage's shapes (built with `fake_gcs::wire`):
+//! the object resource (JSON API) or object headers (XML API) of an upload, built
+//! from what was written, with [`OUTCOME_HEADER`]; and each refusal of the uploader
+//! with the status a client treats the right way.
+//!
+//! | uploader result | status |
+//! |---|---|
+//! | `Stored`, `Spooled` | 200, `x-spool-outcome: stored` or `spooled` |
+//! | invalid name or attributes | 400 |
+//! | refused by the upstream (401, 403, 404, other 4xx) | the same status |
+//! | the name holds other bytes (conflict, already exists) | 412 |
+//! | spool full, or not taking writes now (I/O error, reopening) | 503 with `Retry-After` |
+//! | larger than the spool can ever hold | 413 |
+//!
+//! The answer's generation and times are the relay's (its clock), not the
+//! upstream's: a spooled object has none yet.
+
+use std::time::Duration;
+
+use fake_gcs::wire::{
+    self, Api, DEFAULT_CONTENT_TYPE, Digests, ObjectRecord, Reply, Upload, error_reply,
+};
+use object_store::{Attribute, AttributeValue, Attributes};
+use spool::{Outcome, PutError, StoreError, UploadError};
+
+/// The response header that says where an acknowledged upload is: `stored` (the
+/// upstream has it) or `spooled` (the spool holds it durably; the drainer delivers
+/// it).
+pub const OUTCOME_HEADER: &str = "x-spool-outcome";
+/// [`OUTCOME_HEADER`]'s value when the upstream stored the object.
+pub const OUTCOME_STORED: &str = "stored";
+/// [`OUTCOME_HEADER`]'s value when the spool holds the object.
+pub const OUTCOME_SPOOLED: &str = "spooled";
+
+/// `upload`'s content type and attributes as `object_store` writes them (the
+/// default content type is left out: the upstream client sends it anyway).
+pub(crate) fn attributes(upload: &Upload) -> Attributes {
+    let mut out = Attributes::new();
+    if upload.content_type != DEFAULT_CONTENT_TYPE {
+        out.insert(Attribute::ContentType, value(&upload.content_type));
+    }
+    let given = &upload.attributes;
+    let single = [
+        (Attribute::ContentEncoding, &given.content_encoding),
+        (Attribute::CacheControl, &given.cache_control),
+        (Attribute::ContentDisposition, &given.content_disposition),
+        (Attribute::ContentLanguage, &given.content_language),
+    ];
+    for (attribute, given) in single {
+        if let Some(given) = given {
+            out.insert(attribute, value(given));
+        }
+    }
+    for (key, given) in &given.metadata {
+        out.insert(Attribute::Metadata(key.clone().into()), value(given));
+    }
+    out
+}
+
+fn value(text: &str) -> AttributeValue {
+    AttributeValue::from(text.to_string())
+}
+
+/// The object `upload` wrote, as the answer describes it.
+pub(crate) fn record(
+    upload: &Upload,
+    digests: Digests,
+    generation: i64,
+    now_ms: u64,
+) -> ObjectRecord {
+    ObjectRecord {
+        name: upload.name.clone(),
+        generation,
+        size: upload.data.len() as u64,
+        crc32c: digests.crc32c,
+        md5: digests.md5,
+        created_unix_ms: now_ms,
+        content_type: upload.content_type.clone(),
+        attributes: upload.attributes.clone().boxed(),
+        component_count: None,
+    }
+}
+
+/// 200 for an upload the uploader made safe: Cloud Storage's answer for `record`,
+/// and where it is in [`OUTCOME_HEADER`].
+pub(crate) fn uploaded(
+    api: Api,
+    base: &str,
+    bucket: &str,
+    record: &ObjectRecord,
+    outcome: Outcome,
+) -> Reply {
+    let where_ = match outcome {
+        Outcome::Stored => OUTCOME_STORED,
+        Outcome::Spooled { .. } => OUTCOME_SPOOLED,
+    };
+    wire::uploaded(api, base, bucket, record).header(OUTCOME_HEADER, where_)
+}
+
+/// The answer to an upload the uploader did not make safe (see the module's table).
+pub(crate) fn refused(api: Api, error: &UploadError, retry_after: Duration) -> Reply {
+    let message = error.to_string();
+    match status_of(error) {
+        Status::Permanent(status) => error_reply(api, status, Some(&message)),
+        Status::RetryLater => error_reply(api, 503, Some(&message))
+            .header("retry-after", retry_after_seconds(retry_after).to_string()),
+    }
+}
+
+/// How the client should take a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    /// Do not retry this request as it is: this status.
+    Permanent(u16),
+    /// 503 with `Retry-After`.
+    RetryLater,
+}
+
+fn status_of(error: &UploadError) -> Status {
+    match error {
+        UploadError::InvalidName(_) | UploadError::InvalidAttributes(_) => Status::Permanent(400),
+        UploadError::Refused(store) => store_status(store),
+        UploadError::NotSpooled {
+            spool_error: PutError::TooLarge { .. },
+            ..
+        } => Status::Permanent(413),
+        e if e.is_transient() => Status::RetryLater,
+        UploadError::NotSpooled { .. } => Status::Permanent(400),
+        _ => Status::Permanent(500),
+    }
+}
+
+/// The status of a write the upstream refused for good.
+fn store_status(error: &StoreError) -> Status {
+    match error {
+        StoreError::Refused {
+            status: Some(status),
+            ..
+        } if (400..500).contains(status) => Status::Permanent(*status),
+        StoreError::Refused { .. } | StoreError::InvalidName(_) => Status::Permanent(400),
+        StoreError::Conflict { .. } | StoreError::AlreadyExists { .. } => Status::Permanent(412),
+        e if e.is_retryable() => Status::RetryLater,
+        _ => Status::Permanent(500),
+    }
+}
+
+/// `Retry-After` in whole seconds, rounded up, at least 1.
+pub(crate) fn retry_after_seconds(retry_after: Duration) -> u64 {
+    let whole = retry_after.as_secs();
+    let rounded = if retry_after.subsec_nanos() > 0 {
+        whole + 1
+    } else {
+        whole
+    };
+    rounded.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spool::FullReason;
+
+    #[test]
+    fn a_full_spool_is_503_with_retry_after_in_whole_seconds() {
+        let full = UploadError::SpoolFull {
+            store_error: None,
+            reason: FullReason::Files { max_files: 1 },
+        };
+        let reply = refused(Api::Json, &full, Duration::from_millis(1500));
+        assert_eq!(reply.status, 503);
+        assert!(
+            reply
+                .headers
+                .contains(&("retry-after".into(), "2".to_string()))
+        );
+        assert_eq!(retry_after_seconds(Duration::ZERO), 1);
+        assert_eq!(retry_after_seconds(Duration::from_secs(3)), 3);
+    }
+
+    #[test]
+    fn refusals_keep_their_meaning() {
+        let conflict = UploadError::Refused(StoreError::Conflict {
+            detail: "other bytes".into(),
+        });
+        assert_eq!(status_of(&conflict), Status::Permanent(412));
+        let too_large = UploadError::NotSpooled {
+            store_error: None,
+            spool_error: PutError::TooLarge {
+                entry_bytes: 10,
+                max_bytes: 5,
+            },
+        };
+        assert_eq!(status_of(&too_large), Status::Permanent(413));
+        let reply = refused(Api::Xml, &conflict, Duration::from_secs(1));
+        assert_eq!(reply.status, 412);
+        assert!(
+            std::str::from_utf8(&reply.body)
+                .unwrap()
+                .contains("<Error>")
+        );
+    }
+}

@@ -1,0 +1,335 @@
+//! The `spool-relay` command line: its flags, and running a relay with them (the
+//! upstream store, the spool, its drainer and uploader, the metrics endpoint, the
+//! server) until SIGTERM or Ctrl-C.
+//!
+//! Promises: the first log line (`spool-relay listening addr=... metrics=...`) is
+//! written once both listeners are bound, so a script can read the ports; on
+//! SIGTERM or Ctrl-C it stops accepting, finishes requests in flight (for at most
+//! `--shutdown-grace`), then stops the drainer between entries and exits 0.
+//! Whatever the spool still holds is delivered by the next run on the same
+//! directory (or by `spool drain`).
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use bytesize::ByteSize;
+use clap::Parser;
+use spool::{
+    BackoffConfig, Drainer, DrainerConfig, Remote, Spool, SpoolConfig, SystemClock, Uploader,
+    UploaderConfig,
+};
+use tokio::net::TcpListener;
+
+use crate::relay::{Relay, RelayConfig};
+
+/// Flags of `spool-relay`. The field docs are clap's help text.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// The spool directory (created if missing; one process per directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Where uploads go: gs://BUCKET (Cloud Storage with the standard credential
+    /// chain, or an emulator: --endpoint / STORAGE_EMULATOR_HOST), file:///PATH or
+    /// memory://.
+    #[arg(long, value_name = "URL")]
+    pub upstream: String,
+    /// Address to serve the upload API on (loopback by default; port 0 picks one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4443")]
+    pub listen: SocketAddr,
+    /// Serve the spool's and the relay's metrics at GET /metrics on this address.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// A Cloud Storage emulator for a gs:// upstream (http://host:port). Default:
+    /// STORAGE_EMULATOR_HOST when set.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// The bucket clients write to. Required for file:// and memory:// upstreams;
+    /// for gs://BUCKET it is BUCKET.
+    #[arg(long, value_name = "NAME")]
+    pub bucket: Option<String>,
+    /// Most entries the spool holds.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max_files: u64,
+    /// Most bytes the spool holds (entry files: header, name and payload).
+    #[arg(long, value_name = "SIZE", default_value = "1GiB")]
+    pub max_bytes: ByteSize,
+    /// Largest object accepted (larger is 413).
+    #[arg(long, value_name = "SIZE", default_value = "32MiB")]
+    pub max_object_bytes: ByteSize,
+    /// Resumable sessions kept at once (each holds its bytes in memory).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_sessions: usize,
+    /// How long a direct write upstream may take before the object is spooled.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub put_timeout: Duration,
+    /// Drainer workers.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub workers: usize,
+    /// Longest delay between a drainer worker's retries.
+    #[arg(long, value_name = "DURATION", default_value = "64s", value_parser = humantime::parse_duration)]
+    pub backoff_cap: Duration,
+    /// Retry-After on a 503 (spool full).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
+    pub retry_after: Duration,
+    /// How long requests in flight may take to finish after SIGTERM.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub shutdown_grace: Duration,
+}
+
+/// `spool-relay`'s command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "spool-relay",
+    version,
+    about = "A local Cloud Storage upload endpoint backed by the spool"
+)]
+struct Cli {
+    #[command(flatten)]
+    args: Args,
+}
+
+/// The binary: parses the flags, logs to stdout (`RUST_LOG`, default `info`), runs.
+pub fn main() -> ExitCode {
+    use std::io::IsTerminal as _;
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stdout().is_terminal())
+        .init();
+    match run(cli.args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("spool-relay: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs a relay in a new tokio runtime until SIGTERM or Ctrl-C.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(run_until(args, shutdown_signal()))
+}
+
+/// Runs a relay until `shutdown` resolves, then shuts it down gracefully.
+pub async fn run_until(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    let bucket = bucket(&args.upstream, args.bucket.as_deref())?;
+    refuse_loop(&args)?;
+    let store = spool::connect::store_from_url(&args.upstream, args.endpoint.as_deref())?;
+    let spool = Spool::open(&args.dir, args.spool_config())
+        .await
+        .with_context(|| format!("cannot open the spool {}", args.dir.display()))?;
+    let remote = Remote::new(store);
+    let drainer = Drainer::start(spool.clone(), remote.clone(), args.drainer_config());
+    let uploader_config = UploaderConfig {
+        put_timeout: args.put_timeout,
+        ..UploaderConfig::default()
+    };
+    let uploader = Uploader::new(spool.clone(), remote, uploader_config);
+    let relay = Relay::new(args.relay_config(bucket), uploader, Arc::new(SystemClock));
+    let metrics = serve_metrics(args.metrics, &spool, &relay).await?;
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    tracing::info!(
+        target: "spool_relay",
+        addr = %listener.local_addr()?,
+        metrics = %metrics.as_ref().map_or("off".to_string(), |(addr, _)| addr.to_string()),
+        upstream = %args.upstream,
+        bucket = %relay.config().bucket,
+        dir = %args.dir.display(),
+        pending = spool.stats().files,
+        "spool-relay listening"
+    );
+    crate::serve(relay, listener, shutdown, args.shutdown_grace).await;
+    drainer.shutdown().await;
+    if let Some((_, task)) = metrics {
+        task.abort();
+    }
+    let left = spool.stats();
+    tracing::info!(
+        target: "spool_relay",
+        pending = left.files,
+        "spool-relay stopped; pending entries are delivered by the next run on this directory"
+    );
+    Ok(())
+}
+
+impl Args {
+    fn spool_config(&self) -> SpoolConfig {
+        SpoolConfig {
+            max_files: self.max_files,
+            max_bytes: self.max_bytes.as_u64(),
+            ..SpoolConfig::default()
+        }
+    }
+
+    fn drainer_config(&self) -> DrainerConfig {
+        DrainerConfig {
+            workers: self.workers.max(1),
+            backoff: BackoffConfig {
+                cap: self.backoff_cap,
+                ..BackoffConfig::default()
+            },
+            ..DrainerConfig::default()
+        }
+    }
+
+    fn relay_config(&self, bucket: String) -> RelayConfig {
+        RelayConfig {
+            max_object_bytes: self.max_object_bytes.as_u64(),
+            max_sessions: self.max_sessions.max(1),
+            retry_after: self.retry_after,
+            ..RelayConfig::new(bucket)
+        }
+    }
+}
+
+/// The bucket clients must name: gs://BUCKET's, or `--bucket` for other stores.
+fn bucket(upstream: &str, given: Option<&str>) -> anyhow::Result<String> {
+    let from_url = upstream
+        .strip_prefix("gs://")
+        .map(|b| b.trim_end_matches('/'));
+    match (from_url, given) {
+        (Some(url), Some(given)) if url != given => {
+            bail!("--bucket {given} differs from the upstream's bucket {url}")
+        }
+        (Some(url), _) => Ok(url.to_string()),
+        (None, Some(given)) => Ok(given.to_string()),
+        (None, None) => bail!(
+            "--bucket NAME is required with the upstream {upstream}: clients name a bucket, \
+             and only gs:// URLs carry one"
+        ),
+    }
+}
+
+/// Refuses an emulator endpoint that is the relay's own address (a host whose
+/// `STORAGE_EMULATOR_HOST` points its services at the relay would otherwise make
+/// the relay write to itself).
+fn refuse_loop(args: &Args) -> anyhow::Result<()> {
+    if !args.upstream.starts_with("gs://") || args.listen.port() == 0 {
+        return Ok(());
+    }
+    let from_env = std::env::var(spool::connect::EMULATOR_ENV).ok();
+    let Some(endpoint) = args.endpoint.clone().or(from_env).filter(|e| !e.is_empty()) else {
+        return Ok(());
+    };
+    if points_at(&endpoint, args.listen) {
+        bail!(
+            "the upstream endpoint {endpoint} is the relay's own address {}: give the \
+             upstream with --endpoint (STORAGE_EMULATOR_HOST is read when it is absent)",
+            args.listen
+        );
+    }
+    Ok(())
+}
+
+/// Whether `endpoint` (`http://host:port` or `host:port`) resolves to `listen`.
+fn points_at(endpoint: &str, listen: SocketAddr) -> bool {
+    let rest = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let Ok(addrs) = authority.to_socket_addrs() else {
+        return false;
+    };
+    addrs.into_iter().any(|addr| {
+        addr.port() == listen.port() && (addr.ip() == listen.ip() || listen.ip().is_unspecified())
+    })
+}
+
+type MetricsTask = (SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>);
+
+/// Serves the spool's and the relay's series at `addr`, if given.
+async fn serve_metrics(
+    addr: Option<SocketAddr>,
+    spool: &Spool,
+    relay: &Relay,
+) -> anyhow::Result<Option<MetricsTask>> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let mut registry = prometheus_client::registry::Registry::default();
+    spool.register_metrics(&mut registry);
+    relay.metrics().register(&mut registry);
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot serve metrics on {addr}"))?;
+    let bound = listener.local_addr()?;
+    let task = tokio::spawn(spool::metrics::serve(listener, Arc::new(registry)));
+    Ok(Some((bound, task)))
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            },
+            Err(e) => {
+                tracing::warn!(target: "spool_relay", "cannot watch SIGTERM ({e}); Ctrl-C only");
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+    tracing::info!(target: "spool_relay", "shutdown requested");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(flags: &[&str]) -> Result<Args, clap::Error> {
+        let argv = ["spool-relay", "--dir", "/tmp/s", "--upstream", "gs://bkt"];
+        let argv = argv.iter().chain(flags.iter()).copied();
+        Cli::try_parse_from(argv).map(|cli| cli.args)
+    }
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(args.listen, "127.0.0.1:4443".parse().unwrap());
+        assert_eq!(args.max_bytes.as_u64(), 1 << 30);
+        let relay = args.relay_config("bkt".into());
+        assert_eq!(relay, RelayConfig::new("bkt"));
+        assert_eq!(args.drainer_config().backoff, BackoffConfig::default());
+        let args = parse(&["--max-object-bytes", "1 MiB", "--backoff-cap", "1s"]).unwrap();
+        assert_eq!(args.max_object_bytes.as_u64(), 1 << 20);
+        assert_eq!(args.drainer_config().backoff.cap, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn the_bucket_comes_from_the_url_or_the_flag() {
+        assert_eq!(bucket("gs://bkt/", None).unwrap(), "bkt");
+        assert_eq!(bucket("gs://bkt", Some("bkt")).unwrap(), "bkt");
+        assert!(bucket("gs://bkt", Some("other")).is_err());
+        assert_eq!(bucket("memory://", Some("b")).unwrap(), "b");
+        let e = bucket("file:///tmp/x", None).unwrap_err().to_string();
+        assert!(e.contains("--bucket NAME is required"), "{e}");
+    }
+
+    #[test]
+    fn an_endpoint_that_is_the_relay_itself_is_refused() {
+        let listen: SocketAddr = "127.0.0.1:4443".parse().unwrap();
+        assert!(points_at("http://127.0.0.1:4443", listen));
+        assert!(points_at("127.0.0.1:4443", listen));
+        assert!(!points_at("http://127.0.0.1:4444", listen));
+        let any: SocketAddr = "0.0.0.0:4443".parse().unwrap();
+        assert!(points_at("http://127.0.0.1:4443/", any));
+        let args = parse(&["--endpoint", "http://127.0.0.1:4443"]).unwrap();
+        assert!(refuse_loop(&args).is_err());
+    }
+}

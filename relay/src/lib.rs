@@ -1,0 +1,62 @@
+//! # relay: a local Cloud Storage upload endpoint backed by the spool
+//!
+//! `spool-relay` listens on the service's own host and speaks the part of Cloud
+//! Storage's API that official clients upload with: JSON API media, multipart and
+//! resumable uploads, and XML `PUT`. Point a client at it (`apiEndpoint`,
+//! `api_endpoint`, `STORAGE_EMULATOR_HOST`) and every upload goes through
+//! [`spool::Uploader::upload_with`]: into the upstream bucket, or durably into the
+//! spool when the upstream fails, to be delivered by the [`spool::Drainer`].
+//!
+//! ## What it promises
+//!
+//! - 200 only when the object is safe: stored upstream, or synced to the spool. The
+//!   answer is Cloud Storage's (the JSON object resource, or the XML API's headers),
+//!   computed from the bytes received, so clients' checksum validation passes; the
+//!   header [`OUTCOME_HEADER`] (`x-spool-outcome: stored|spooled`) says which.
+//! - Every write is create-if-absent (`ifGenerationMatch=0`), which is what the
+//!   spool can honour later; other preconditions are refused with 400.
+//! - A full spool is 503 with `Retry-After`: the client's own retry loop is the
+//!   backpressure. Permanent refusals (400, 403, 404, 412) are passed through.
+//! - Reads, metadata and lists are not passed through: 501, saying so.
+//!
+//! ## Design constraints
+//!
+//! - Request bodies are read whole, bounded by [`RelayConfig::max_object_bytes`]
+//!   (default 32 MiB) plus [`MULTIPART_OVERHEAD_BYTES`] (64 KiB) for a multipart
+//!   body's metadata part.
+//! - A resumable session keeps its bytes in memory until it completes: at most
+//!   [`RelayConfig::max_sessions`] sessions (default 64; the oldest is forgotten
+//!   first), so at most `max_sessions * max_object_bytes` (2 GiB by default).
+//! - Time comes from the spool's [`spool::Clock`] (generations, `timeCreated`); the
+//!   relay reads no clock of its own.
+//! - Shutdown stops accepting, lets requests in flight finish (bounded by a grace
+//!   period), then stops the drainer between entries.
+//!
+//! ## Layout
+//!
+//! | file | what |
+//! |---|---|
+//! | `relay.rs` | [`Relay`]: its configuration and state, one upload from parsed request to answer |
+//! | `resumable.rs` | resumable sessions: open, take chunks, complete through [`Relay`], cancel |
+//! | `handler.rs` | one HTTP request: route it, read its body, serve it, count it |
+//! | `answer.rs` | answers: the object resource built from what was written, refusals with their statuses |
+//! | `server.rs` | the accept loop and graceful shutdown ([`serve`]) |
+//! | `metrics.rs` | [`RelayMetrics`]: the relay's request counters, in the spool's registry |
+//! | `cli.rs` | the `spool-relay` command line ([`cli::main`]) |
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod answer;
+pub mod cli;
+mod handler;
+pub mod metrics;
+#[allow(clippy::module_inception)]
+mod relay;
+mod resumable;
+mod server;
+
+pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
+pub use metrics::RelayMetrics;
+pub use relay::{MULTIPART_OVERHEAD_BYTES, Relay, RelayConfig};
+pub use server::serve;

@@ -1,0 +1,269 @@
+//! What the relay's tests share: a fake Cloud Storage on a real loopback port, a
+//! relay in front of it (the production spool, uploader and drainer, the
+//! production `object_store` GCS client from `spool::connect`), an HTTP client,
+//! and request builders for each kind of upload.
+#![allow(dead_code)] // each test file uses part of it
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use fake_gcs::{FakeGcs, FakeGcsConfig, FaultPlan, TokioClock};
+use object_store::ObjectStore;
+use relay::{Relay, RelayConfig};
+use spool::{
+    BackoffConfig, Drainer, DrainerConfig, Remote, Spool, SpoolConfig, SystemClock, Uploader,
+    UploaderConfig,
+};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The bucket the fake holds and the relay writes to.
+pub const BUCKET: &str = "bkt";
+
+/// How long a test waits for a condition (the drain, a response) before failing.
+pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// A fake on 127.0.0.1:0 that keeps bytes, with [`BUCKET`]; and its base URL.
+pub async fn real_fake() -> (FakeGcs, String) {
+    let config = FakeGcsConfig {
+        buckets: vec![BUCKET.to_string()],
+        keep_bytes: true,
+        ..FakeGcsConfig::default()
+    };
+    let fake = FakeGcs::new(config, Arc::new(TokioClock::start())).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(fake.clone().serve_tcp(listener));
+    (fake, base)
+}
+
+/// Every write the fake serves fails with 503, until [`FakeGcs::clear_faults`].
+pub fn fail_writes(fake: &FakeGcs) {
+    let plan = FaultPlan::from_toml("[[fault]]\nops = \"writes\"\nmix = { \"503\" = 1.0 }\n");
+    fake.add_faults(plan.unwrap()).unwrap();
+}
+
+/// A relay on a real loopback port, and what a test inspects of it.
+pub struct Harness {
+    /// `http://127.0.0.1:PORT` of the relay.
+    pub base: String,
+    pub relay: Relay,
+    pub spool: Spool,
+    pub http: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    pub server: JoinHandle<()>,
+    drainer: Option<Drainer>,
+    _dir: tempfile::TempDir,
+}
+
+/// Settings a test may change.
+#[derive(Default)]
+pub struct Setup {
+    pub spool: SpoolConfig,
+    pub uploader: UploaderConfig,
+}
+
+impl Harness {
+    /// A relay in front of the fake at `fake_base`, through the production GCS
+    /// client.
+    pub async fn in_front_of(fake_base: &str, setup: Setup) -> Harness {
+        let url = format!("gs://{BUCKET}");
+        let store = spool::connect::store_from_url(&url, Some(fake_base)).unwrap();
+        Harness::writing_to(store, setup).await
+    }
+
+    /// A relay writing to `store`, with a drainer that retries within 50 ms.
+    pub async fn writing_to(store: Arc<dyn ObjectStore>, setup: Setup) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::open(dir.path(), setup.spool).await.unwrap();
+        let remote = Remote::new(store);
+        let drainer_config = DrainerConfig {
+            workers: 2,
+            backoff: BackoffConfig {
+                base: Duration::from_millis(10),
+                cap: Duration::from_millis(50),
+                ..BackoffConfig::default()
+            },
+            rng_seed: Some(7),
+            ..DrainerConfig::default()
+        };
+        let drainer = Drainer::start(spool.clone(), remote.clone(), drainer_config);
+        let uploader = Uploader::new(spool.clone(), remote, setup.uploader);
+        let config = RelayConfig {
+            max_object_bytes: 1 << 20,
+            max_sessions: 4,
+            ..RelayConfig::new(BUCKET)
+        };
+        let relay = Relay::new(config, uploader, Arc::new(SystemClock));
+        // reqwest is built without a bundled TLS provider (twice is harmless).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = stopped.await;
+        };
+        let grace = Duration::from_secs(30);
+        let server = tokio::spawn(relay::serve(relay.clone(), listener, shutdown, grace));
+        Harness {
+            base,
+            relay,
+            spool,
+            http: reqwest::Client::new(),
+            stop: Some(stop),
+            server,
+            drainer: Some(drainer),
+            _dir: dir,
+        }
+    }
+
+    /// Asks the server to stop (as SIGTERM does); [`Harness::stopped`] waits for it.
+    pub fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    /// Waits for the server to finish its requests in flight, then stops the
+    /// drainer.
+    pub async fn stopped(mut self) {
+        self.stop();
+        tokio::time::timeout(PATIENCE, &mut self.server)
+            .await
+            .expect("the server stops")
+            .unwrap();
+        if let Some(drainer) = self.drainer.take() {
+            drainer.shutdown().await;
+        }
+    }
+
+    /// Waits until the drainer has delivered (or set aside) every spooled entry.
+    pub async fn drained(&self) {
+        tokio::time::timeout(PATIENCE, self.spool.wait_until_empty())
+            .await
+            .expect("the spool drains");
+    }
+
+    /// `POST /upload/storage/v1/b/{bucket}/o?{query}` with `body`.
+    pub fn upload(&self, bucket: &str, query: &str) -> reqwest::RequestBuilder {
+        let url = format!("{}/upload/storage/v1/b/{bucket}/o?{query}", self.base);
+        self.http.post(url)
+    }
+
+    /// `uploadType=media` of `data` as `name` (percent-encoded here).
+    pub async fn media(&self, name: &str, data: &[u8]) -> reqwest::Response {
+        let query = format!("uploadType=media&ifGenerationMatch=0&name={}", encode(name));
+        self.upload(BUCKET, &query)
+            .header("content-type", "text/plain")
+            .body(data.to_vec())
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// `uploadType=multipart` of `data` with the JSON `resource`.
+    pub async fn multipart(&self, resource: serde_json::Value, data: &[u8]) -> reqwest::Response {
+        let body = multipart_body(&resource, data);
+        self.upload(BUCKET, "uploadType=multipart")
+            .header("content-type", "multipart/related; boundary=b0undary")
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// XML `PUT /{bucket}/{name}`.
+    pub fn xml_put(&self, name: &str, data: &[u8]) -> reqwest::RequestBuilder {
+        let url = format!("{}/{BUCKET}/{}", self.base, encode(name));
+        self.http.put(url).body(data.to_vec())
+    }
+
+    /// A resumable upload of `data` as `name`, in two requests split at `split`:
+    /// the second request's answer.
+    pub async fn resumable(&self, name: &str, data: &[u8], split: usize) -> reqwest::Response {
+        let location = self.start_resumable(name).await;
+        let first = self
+            .http
+            .put(&location)
+            .header("content-range", format!("bytes 0-{}/*", split - 1))
+            .body(data[..split].to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(first.status(), 308, "{:?}", first.text().await);
+        assert_eq!(
+            first.headers()["range"],
+            format!("bytes=0-{}", split - 1).as_str()
+        );
+        let last = format!("bytes {split}-{}/{}", data.len() - 1, data.len());
+        self.http
+            .put(&location)
+            .header("content-range", last)
+            .body(data[split..].to_vec())
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Opens a resumable session for `name`: its URL.
+    pub async fn start_resumable(&self, name: &str) -> String {
+        let query = format!(
+            "uploadType=resumable&ifGenerationMatch=0&name={}",
+            encode(name)
+        );
+        let start = self
+            .upload(BUCKET, &query)
+            .header("x-upload-content-type", "application/x-ndjson")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(start.status(), 200, "{:?}", start.text().await);
+        let location = start.headers()["location"].to_str().unwrap().to_string();
+        assert!(location.starts_with(&self.base), "{location}");
+        location
+    }
+}
+
+/// A `multipart/related` body: the JSON resource, then the media.
+pub fn multipart_body(resource: &serde_json::Value, data: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(b"--b0undary\r\ncontent-type: application/json; charset=UTF-8\r\n\r\n");
+    body.extend_from_slice(resource.to_string().as_bytes());
+    body.extend_from_slice(b"\r\n--b0undary\r\ncontent-type: text/csv\r\n\r\n");
+    body.extend_from_slice(data);
+    body.extend_from_slice(b"\r\n--b0undary--\r\n");
+    body
+}
+
+/// Every byte but unreserved ones percent-encoded.
+pub fn encode(name: &str) -> String {
+    name.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The body, as JSON.
+pub async fn body_json(response: reqwest::Response) -> serde_json::Value {
+    let body = response.bytes().await.unwrap();
+    serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{e}: {body:?}"))
+}
+
+/// The answer's `x-spool-outcome`.
+pub fn outcome(response: &reqwest::Response) -> &str {
+    response
+        .headers()
+        .get(relay::OUTCOME_HEADER)
+        .map_or("", |v| v.to_str().unwrap())
+}
+
+/// What the fake holds under `name`: its bytes.
+pub fn stored(fake: &FakeGcs, name: &str) -> Option<Bytes> {
+    fake.object_bytes(BUCKET, name)
+}
