@@ -73,7 +73,7 @@ async fn hard_names_land_exactly_through_the_uploader_and_the_drainer() {
         );
         let spooled = format!("spooled/{name}");
         spool
-            .put_with(&spooled, &Default::default(), Bytes::from(spooled.clone()))
+            .put_with(&spooled, Bytes::from(spooled.clone()), &Default::default())
             .await
             .unwrap_or_else(|e| panic!("{spooled:?}: {e}"));
     }
@@ -83,7 +83,7 @@ async fn hard_names_land_exactly_through_the_uploader_and_the_drainer() {
         .await;
     assert!(matches!(outcome, Ok(Outcome::Stored)), "{outcome:?}");
     spool
-        .put_with("spooled/attributes", &attributes, Bytes::from_static(b"a"))
+        .put_with("spooled/attributes", Bytes::from_static(b"a"), &attributes)
         .await
         .unwrap();
     let drainer = Drainer::start(spool.clone(), Remote::new(store), DrainerConfig::default());

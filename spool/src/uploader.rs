@@ -190,7 +190,7 @@ impl Uploader {
         store_error: Option<StoreError>,
     ) -> Result<Outcome, UploadError> {
         let started = Instant::now();
-        let result = self.spool.put_with(name, attributes, payload).await;
+        let result = self.spool.put_with(name, payload, attributes).await;
         self.spool
             .metrics()
             .spool_put_seconds

@@ -60,7 +60,7 @@ impl Spool {
     /// Stores `payload` under the object name `name`, without attributes, and returns
     /// once it is durable. See [`Spool::put_with`].
     pub async fn put(&self, name: &str, payload: Bytes) -> Result<Receipt, PutError> {
-        self.put_with(name, &Attributes::new(), payload).await
+        self.put_with(name, payload, &Attributes::new()).await
     }
 
     /// Stores `payload` under the object name `name` with `attributes` (sent with
@@ -74,8 +74,8 @@ impl Spool {
     pub async fn put_with(
         &self,
         name: &str,
-        attributes: &Attributes,
         payload: Bytes,
+        attributes: &Attributes,
     ) -> Result<Receipt, PutError> {
         name::check(name)?;
         let attributes = entry::encode_attributes(attributes)?;
