@@ -630,6 +630,37 @@ fn spool_ends_empty(run: &RunOutput) -> Invariant {
         .iter()
         .map(|(_, e)| spool::entry::file_bytes(e.name.len(), 0, e.size))
         .sum();
+    let status = if !run.unfinished_hosts.is_empty() {
+        Status::Failed(format!(
+            "hosts {:?} did not finish their wind-down",
+            run.unfinished_hosts
+        ))
+    } else if left == 0 && resurrected.is_empty() {
+        Status::Held
+    } else if left == 0 {
+        Status::Explained(format!(
+            "{} delivered entries came back after the last power loss (their removal was not yet durable); the next start removes them after an \"already exists\"",
+            resurrected.len()
+        ))
+    } else {
+        why_entries_are_left(run, &undelivered, bytes)
+    };
+    Invariant {
+        name: "spool_ends_empty",
+        statement: "Every spool ends empty, or the report says how much is left and why",
+        status,
+    }
+}
+
+/// Why `undelivered` entries (`bytes` in all) are left at the end: the store still
+/// failing, hosts down, a recovery too recent, a drain still progressing; or a
+/// failure naming a few of them when none of these holds.
+fn why_entries_are_left(
+    run: &RunOutput,
+    undelivered: &[(&u32, &crate::inventory::Entry)],
+    bytes: u64,
+) -> Status {
+    let left = undelivered.len() as u64;
     let scenario = &run.scenario;
     let end = scenario.duration;
     let still_failing = scenario
@@ -650,19 +681,7 @@ fn spool_ends_empty(run: &RunOutput) -> Invariant {
         .filter(|u| *u <= end)
         .max()
         .unwrap_or_default();
-    let status = if !run.unfinished_hosts.is_empty() {
-        Status::Failed(format!(
-            "hosts {:?} did not finish their wind-down",
-            run.unfinished_hosts
-        ))
-    } else if left == 0 && resurrected.is_empty() {
-        Status::Held
-    } else if left == 0 {
-        Status::Explained(format!(
-            "{} delivered entries came back after the last power loss (their removal was not yet durable); the next start removes them after an \"already exists\"",
-            resurrected.len()
-        ))
-    } else if still_failing {
+    if still_failing {
         Status::Explained(format!(
             "{left} entries ({bytes} bytes) left: the store was still failing when the scenario ended"
         ))
@@ -695,11 +714,6 @@ fn spool_ends_empty(run: &RunOutput) -> Invariant {
                 ))
             }
         }
-    };
-    Invariant {
-        name: "spool_ends_empty",
-        statement: "Every spool ends empty, or the report says how much is left and why",
-        status,
     }
 }
 
