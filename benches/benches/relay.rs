@@ -1,0 +1,173 @@
+//! Writes through `spool-relay`: the same `object_store` GCS client (reqwest, plain
+//! HTTP, create-if-absent, its retries off) writing 1 KiB objects straight to the
+//! fake Cloud Storage on a loopback port (`direct`), and through a relay on another
+//! loopback port in front of that fake (`relay`): the client's HTTP request, the
+//! relay's parsing, the production `Uploader` and its own request to the fake. The
+//! fake is healthy, so every write is stored upstream and the spool stays empty;
+//! 1, 4 and 16 concurrent writers, 500 objects per timed iteration.
+//!
+//! Client, relay and fake share this process's tokio worker threads (and the
+//! machine's two cores): the figures are for the whole loop. After the run a table
+//! gives both rates and the relay's share of the direct rate (issue 15 asks for at
+//! least 0.7).
+#![allow(clippy::disallowed_methods)] // benches measure real time
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use benches::{DRAIN_BATCH, DRAIN_PAYLOAD, Summary, run_token, scratch_root};
+use bytes::Bytes;
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use fake_gcs::{FakeGcs, FakeGcsConfig, TokioClock};
+use object_store::path::Path;
+use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+use relay::{Relay, RelayConfig};
+use spool::{
+    Drainer, DrainerConfig, Remote, Spool, SpoolConfig, SystemClock, Uploader, UploaderConfig,
+};
+
+const BUCKET: &str = "bench";
+const WRITERS: [usize; 3] = [1, 4, 16];
+
+/// Starts the fake on `127.0.0.1:<any port>`, serving until the runtime ends.
+async fn start_fake() -> (FakeGcs, SocketAddr) {
+    let config = FakeGcsConfig {
+        buckets: vec![BUCKET.to_string()],
+        ..FakeGcsConfig::default()
+    };
+    let fake = FakeGcs::new(config, Arc::new(TokioClock::start())).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(fake.clone().serve_tcp(listener));
+    (fake, addr)
+}
+
+/// The client a service would use, pointed at `endpoint`.
+fn client(endpoint: SocketAddr) -> Arc<dyn ObjectStore> {
+    spool::connect::store_from_url(
+        &format!("gs://{BUCKET}"),
+        Some(&format!("http://{endpoint}")),
+    )
+    .unwrap()
+}
+
+/// Starts a relay with its spool in a fresh directory under the bench scratch root,
+/// writing to the fake at `upstream`, as `spool-relay` does; returns its address.
+async fn start_relay(upstream: SocketAddr, dir: &std::path::Path) -> SocketAddr {
+    let spool = Spool::open(dir, SpoolConfig::default()).await.unwrap();
+    let remote = Remote::new(client(upstream));
+    let drainer = Drainer::start(spool.clone(), remote.clone(), DrainerConfig::default());
+    std::mem::forget(drainer); // runs until the process ends, as the relay's does
+    let uploader = Uploader::new(spool, remote, UploaderConfig::default());
+    let relay = Relay::new(RelayConfig::new(BUCKET), uploader, Arc::new(SystemClock));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let forever = std::future::pending::<()>();
+    tokio::spawn(relay::serve(
+        relay,
+        listener,
+        forever,
+        Duration::from_secs(1),
+    ));
+    addr
+}
+
+/// Time to write `DRAIN_BATCH` objects named `{prefix}/{first + i}` through `store`
+/// from `writers` concurrent tasks, one create-if-absent put at a time each.
+async fn write_batch(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &str,
+    writers: usize,
+    first: u64,
+) -> Duration {
+    let payload = Bytes::from(vec![0x5a; DRAIN_PAYLOAD]);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..writers as u64)
+        .map(|w| {
+            let (store, payload, prefix) = (store.clone(), payload.clone(), prefix.to_string());
+            tokio::spawn(async move {
+                for i in (w..DRAIN_BATCH).step_by(writers) {
+                    let path = Path::from(format!("{prefix}/{:010}", first + i));
+                    let options = PutOptions {
+                        mode: PutMode::Create,
+                        ..PutOptions::default()
+                    };
+                    let put = PutPayload::from_bytes(payload.clone());
+                    store.put_opts(&path, put, options).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    started.elapsed()
+}
+
+fn relay(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let token = run_token();
+    let dir = scratch_root().join(format!("relay-{token}"));
+    let (fake, relay_addr, fake_addr) = rt.block_on(async {
+        let (fake, fake_addr) = start_fake().await;
+        let relay_addr = start_relay(fake_addr, &dir).await;
+        (fake, relay_addr, fake_addr)
+    });
+    let stores = [("direct", client(fake_addr)), ("relay", client(relay_addr))];
+    let mut next = 0u64;
+
+    let mut group = c.benchmark_group("relay");
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    group.throughput(Throughput::Elements(DRAIN_BATCH));
+    for writers in WRITERS {
+        for (label, store) in &stores {
+            let id = BenchmarkId::new(*label, writers);
+            let prefix = format!("{token}/{label}");
+            group.bench_with_input(id, &writers, |b, &writers| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        total += rt.block_on(write_batch(store, &prefix, writers, next));
+                        next += DRAIN_BATCH;
+                    }
+                    total
+                })
+            });
+        }
+    }
+    group.finish();
+    // Every write was a create that succeeded upstream: nothing was spooled.
+    let stats = fake.stats();
+    assert!(stats.by_status.keys().all(|&s| s == 200), "{stats:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn summary(since: SystemTime) {
+    let mut table = Summary::new(
+        "writes through spool-relay against the same client straight to the fake",
+        "writes/s",
+        since,
+    );
+    for writers in WRITERS {
+        let w = writers.to_string();
+        table = table.row(
+            &format!("relay/direct, {w} writers"),
+            ["relay", "relay", &w],
+            Some(["relay", "direct", &w]),
+        );
+    }
+    table.print();
+}
+
+fn main() {
+    let since = benches::started();
+    let mut criterion = Criterion::default().configure_from_args();
+    relay(&mut criterion);
+    criterion.final_summary();
+    summary(since);
+}
