@@ -775,7 +775,7 @@ impl RawRelay {
         let given = self.retry_after.is_some() || self.shutdown_grace.is_some();
         ensure(
             self.enabled || !given,
-            "relay.enabled",
+            "relay",
             "the relay's settings are given but it is not enabled (enabled = true)",
         )?;
         if !self.enabled {
@@ -1164,7 +1164,8 @@ down_for = "10s"
         let e = err(&format!("{at_disk_op}\n[relay]\nenabled = true\n"));
         assert_eq!(e.field.as_deref(), Some("event[0].after_disk_ops"), "{e}");
         let e = err(&format!("{GOOD}\n[relay]\nretry_after = \"2s\"\n"));
-        assert_eq!(e.field.as_deref(), Some("relay.enabled"), "{e}");
+        assert_eq!(e.field.as_deref(), Some("relay"), "{e}");
+        assert!(e.line.is_some(), "{e}");
     }
 
     #[test]
