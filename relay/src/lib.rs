@@ -40,14 +40,15 @@
 //! | `resumable.rs` | resumable sessions: open, take chunks, complete through [`Relay`], cancel |
 //! | `handler.rs` | one HTTP request: route it, read its body, serve it, count it |
 //! | `answer.rs` | answers: the object resource built from what was written, refusals with their statuses |
-//! | `server.rs` | the accept loop and graceful shutdown ([`serve`]) |
+//! | `server.rs` | [`Connections`]: each connection over any byte stream, and graceful shutdown; the accept loop ([`serve`]) |
 //! | `metrics.rs` | [`RelayMetrics`]: the relay's request counters, in the spool's registry |
-//! | `cli.rs` | the `spool-relay` command line ([`cli::main`]) |
+//! | `cli.rs` | the `spool-relay` command line (`cli::main`; feature `cli`, on by default) |
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod answer;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod handler;
 pub mod metrics;
@@ -59,4 +60,4 @@ mod server;
 pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
 pub use metrics::RelayMetrics;
 pub use relay::{MULTIPART_OVERHEAD_BYTES, Relay, RelayConfig};
-pub use server::serve;
+pub use server::{Connections, serve};

@@ -432,3 +432,39 @@ async fn reads_are_not_passed_through_but_the_bucket_is_described() {
     );
     h.stopped().await;
 }
+
+#[tokio::test]
+async fn a_connection_over_any_byte_stream_is_served_and_shut_down_gracefully() {
+    // What a simulator does: its own stream, not a TCP socket, through the same
+    // connection code the accept loop uses.
+    use http_body_util::Full;
+    use hyper_util::rt::TokioIo;
+    let (fake, fake_base) = real_fake().await;
+    let h = Harness::in_front_of(&fake_base, Setup::default()).await;
+    let connections = relay::Connections::new(h.relay.clone());
+    let (client, server) = tokio::io::duplex(64 * 1024);
+    connections.serve_connection(server);
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(client))
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::put(format!("/{BUCKET}/over/a-duplex"))
+        .header("host", "relay")
+        .header("x-goog-if-generation-match", "0")
+        .body(Full::new(Bytes::from_static(b"piped")))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()[relay::OUTCOME_HEADER], "stored");
+    assert_eq!(connections.count(), 1);
+    assert!(
+        connections
+            .shutdown(std::time::Duration::from_secs(5))
+            .await
+    );
+    assert_eq!(
+        stored(&fake, "over/a-duplex").as_deref(),
+        Some(&b"piped"[..])
+    );
+    assert_eq!(h.relay.metrics().requests_total("xml_put", 200), 1);
+}

@@ -1,17 +1,20 @@
-//! The app host: what a service embedding the spool runs, on a turmoil host.
+//! The app host: what a service embedding the spool runs, on a turmoil host; and
+//! what the world knows of every host ([`HostControl`], [`Shared`]).
 //!
-//! Each boot opens the production [`spool::Spool`] on the simulated disk, starts the
-//! production [`spool::Drainer`] and [`spool::Uploader`] against the fake Cloud
-//! Storage through the production `object_store` GCS client, and runs a producer that
-//! issues writes at the scenario's rate (Poisson arrivals, open loop: a slow upload
-//! does not slow the arrivals) and records what every caller was told in the
-//! [`Ledger`], which lives outside the host.
+//! Each boot of a host with a spool ([`crate::node`]) opens the production
+//! [`spool::Spool`] on the simulated disk, starts the production [`spool::Drainer`]
+//! and [`spool::Uploader`] against the fake Cloud Storage through the production
+//! `object_store` GCS client, and samples the spool's gauges. An app host then runs
+//! a producer that issues writes at the scenario's rate (Poisson arrivals, open
+//! loop: a slow upload does not slow the arrivals) and records what every caller was
+//! told in the [`Ledger`], which lives outside the host. With the relay on, an app
+//! host keeps no spool: its producer writes through the relay over HTTP
+//! (`Writer::Relay`).
 //!
 //! The world controls a host through [`HostControl`]: a boot delay (how long the host
 //! stays down after a crash, restart or deploy) and a command (`Run`, `Stop` for a
 //! graceful deploy, `Finish` at the end of the run, which also takes the inventory).
 
-use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -19,13 +22,15 @@ use fake_gcs::FakeGcs;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spool::metrics::UploadOutcome;
-use spool::{Drainer, DrainerConfig, Metrics, Outcome, Remote, Spool, UploadError, Uploader};
+use spool::{Metrics, Outcome, UploadError, Uploader};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::ledger::{self, Ledger, Told};
-use crate::mutants::{LyingStore, Mutant};
-use crate::recorder::{HostSample, Recorder, ReopenCheck};
+use crate::mutants::Mutant;
+use crate::node::Node;
+use crate::recorder::Recorder;
+use crate::relay_host::{RelayAnswer, RelayClient};
 use crate::scenario::{Scenario, SizeDist};
 use crate::simdisk::SimDisk;
 use crate::workload::OtherWriter;
@@ -83,6 +88,24 @@ pub enum Command {
     Finish,
 }
 
+/// What a host runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// An app host with its own spool.
+    App,
+    /// An app host writing through the relay; it keeps no spool.
+    ThroughRelay,
+    /// The relay host: a spool, and the upload API in front of it.
+    Relay,
+}
+
+impl Role {
+    /// Whether the host keeps a spool on its disk (and has an inventory).
+    pub fn keeps_spool(self) -> bool {
+        matches!(self, Role::App | Role::Relay)
+    }
+}
+
 /// Where a host is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -104,11 +127,15 @@ struct HostState {
     metrics: Option<(u16, Metrics)>,
 }
 
-/// The world's handle on one app host; outlives the host's crashes.
+/// The world's handle on one host; outlives the host's crashes.
 #[derive(Debug)]
 pub struct HostControl {
-    /// The host index.
+    /// The host index: app hosts first, then the relay.
     pub index: u32,
+    /// Its turmoil host name.
+    pub name: String,
+    /// What it runs.
+    pub role: Role,
     /// The host's disk: outlives its boots, loses power with it.
     pub disk: SimDisk,
     /// The current command.
@@ -117,9 +144,15 @@ pub struct HostControl {
 }
 
 impl HostControl {
-    fn new(index: u32, disk: SimDisk) -> Self {
+    fn new(index: u32, role: Role, disk: SimDisk) -> Self {
+        let name = match role {
+            Role::Relay => crate::relay_host::RELAY_HOST.to_string(),
+            Role::App | Role::ThroughRelay => host_name(index),
+        };
         Self {
             index,
+            name,
+            role,
             disk,
             command: watch::Sender::new(Command::Run),
             state: Mutex::new(HostState {
@@ -145,8 +178,13 @@ impl HostControl {
         self.state().phase
     }
 
-    fn set_phase(&self, phase: Phase) {
+    pub(crate) fn set_phase(&self, phase: Phase) {
         self.state().phase = phase;
+    }
+
+    /// The current boot `boot` opened its spool, whose counters are `metrics`.
+    pub(crate) fn set_metrics(&self, boot: u16, metrics: Metrics) {
+        self.state().metrics = Some((boot, metrics));
     }
 
     /// The current boot's counters, with the boot number, if it opened its spool.
@@ -173,7 +211,7 @@ pub struct Shared {
     pub ledger: Mutex<Ledger>,
     /// Samples, events and checks.
     pub recorder: Mutex<Recorder>,
-    /// One per app host.
+    /// One per app host, then the relay's (when there is one).
     pub hosts: Vec<HostControl>,
     /// A deliberate bug planted at a seam (the mutant catalogue's tests only).
     pub mutant: Option<Mutant>,
@@ -184,7 +222,7 @@ pub struct Shared {
 impl Shared {
     /// Shared state for `scenario`.
     pub fn new(scenario: Arc<Scenario>, mutant: Option<Mutant>) -> Self {
-        let hosts = scenario.workload.hosts;
+        let app_hosts = scenario.workload.hosts;
         let disk = |host: u32| {
             let disk = SimDisk::new(
                 scenario.disk,
@@ -195,10 +233,20 @@ impl Shared {
             }
             disk
         };
+        let app_role = match scenario.relay {
+            Some(_) => Role::ThroughRelay,
+            None => Role::App,
+        };
+        let mut hosts: Vec<HostControl> = (0..app_hosts)
+            .map(|h| HostControl::new(h, app_role, disk(h)))
+            .collect();
+        if let Some(relay) = scenario.relay_host() {
+            hosts.push(HostControl::new(relay, Role::Relay, disk(relay)));
+        }
         Self {
-            ledger: Mutex::new(Ledger::new(hosts)),
-            recorder: Mutex::new(Recorder::new(hosts, scenario.sample)),
-            hosts: (0..hosts).map(|h| HostControl::new(h, disk(h))).collect(),
+            ledger: Mutex::new(Ledger::new(app_hosts)),
+            recorder: Mutex::new(Recorder::new(hosts.len() as u32, scenario.sample)),
+            hosts,
             scenario,
             mutant,
             fake: OnceLock::new(),
@@ -214,6 +262,17 @@ impl Shared {
     pub fn recorder(&self) -> MutexGuard<'_, Recorder> {
         self.recorder.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// The process of `host` ended at `at` (crash, restart, or a deploy's stop):
+    /// the writes its callers were waiting on become unknown. For the relay, that
+    /// is every write in flight on any app host (each is a request to it). Returns
+    /// how many.
+    pub fn end_boot(&self, host: u32, at: Duration) -> u64 {
+        match self.hosts[host as usize].role {
+            Role::Relay => self.ledger().end_all(at),
+            Role::App | Role::ThroughRelay => self.ledger().end_boot(host, at),
+        }
+    }
 }
 
 /// Simulated time since t = 0.
@@ -221,33 +280,38 @@ pub fn now() -> Duration {
     turmoil::sim_elapsed().unwrap_or_default()
 }
 
-/// The spool's wall clock: the scenario's start plus simulated time.
-#[derive(Debug)]
-struct SimWallClock {
-    start_unix_ms: u64,
-}
-
-impl spool::Clock for SimWallClock {
-    fn now_unix_ms(&self) -> u64 {
-        self.start_unix_ms + now().as_millis() as u64
-    }
-}
-
-/// `uploads_total` by outcome.
-pub fn upload_counts(metrics: &Metrics) -> std::collections::BTreeMap<&'static str, u64> {
-    [
-        ("stored", UploadOutcome::Stored),
-        ("spooled", UploadOutcome::Spooled),
-        ("rejected", UploadOutcome::Rejected),
-        ("failed", UploadOutcome::Failed),
-    ]
-    .into_iter()
-    .map(|(name, outcome)| (name, metrics.uploads_total(outcome)))
-    .collect()
-}
-
-/// The host software: one boot, from boot delay to graceful stop.
+/// The app host's software with its own spool: one boot, from boot delay to
+/// graceful stop.
 pub async fn run_host(shared: Arc<Shared>, host: u32) -> turmoil::Result {
+    let (boot, mut commands) = begin(&shared, host).await;
+    let Some(node) = Node::start(&shared, host, boot, &mut commands).await? else {
+        return Ok(());
+    };
+    if node.serving() {
+        let writer = Writer::Spool(node.uploader.clone());
+        produce(&shared, host, boot, &writer, &mut commands).await;
+    }
+    node.stop(&shared, host, &commands).await;
+    Ok(())
+}
+
+/// The app host's software with the relay on: no spool; the producer writes
+/// through the relay. One boot, from boot delay to graceful stop.
+pub async fn run_through_relay(shared: Arc<Shared>, host: u32) -> turmoil::Result {
+    let (boot, mut commands) = begin(&shared, host).await;
+    let control = &shared.hosts[host as usize];
+    control.set_phase(Phase::Running);
+    if *commands.borrow_and_update() == Command::Run {
+        let client =
+            RelayClient::new().map_err(|e| format!("cannot build the relay's client: {e}"))?;
+        produce(&shared, host, boot, &Writer::Relay(client), &mut commands).await;
+    }
+    control.set_phase(stopped_phase(&commands));
+    Ok(())
+}
+
+/// A boot begins: counts it and waits out its boot delay (cut short by a command).
+pub(crate) async fn begin(shared: &Shared, host: u32) -> (u16, watch::Receiver<Command>) {
     let control = &shared.hosts[host as usize];
     let (boot, delay) = control.begin_boot();
     let mut commands = control.command.subscribe();
@@ -257,123 +321,16 @@ pub async fn run_host(shared: Arc<Shared>, host: u32) -> turmoil::Result {
             _ = commands.changed() => {}
         }
     }
-    let Some(spool) = open_spool(&shared, host, boot, &mut commands).await else {
-        // The run ended while the spool could not be opened; the world takes the
-        // inventory from the disk.
-        control.set_phase(Phase::Finished);
-        return Ok(());
-    };
-    let metrics = spool.metrics().clone();
-    control.state().metrics = Some((boot, metrics.clone()));
-    control.set_phase(Phase::Running);
+    (boot, commands)
+}
 
-    let scenario = &shared.scenario;
-    let mut store = crate::connector::gcs_store(&format!("http://{GCS_HOST}:{GCS_PORT}"), BUCKET)
-        .map_err(|e| format!("cannot build the GCS client: {e}"))?;
-    if let Some(Mutant::Store(lie)) = shared.mutant {
-        store = LyingStore::new(store, lie);
-    }
-    let remote = Remote::new(store);
-    let run = *commands.borrow_and_update() == Command::Run;
-    let drainer = run.then(|| {
-        let config = DrainerConfig {
-            rng_seed: Some(derive_seed(
-                scenario.seed,
-                &[purpose::DRAINER, host.into(), boot.into()],
-            )),
-            ..scenario.drainer
-        };
-        Drainer::start(spool.clone(), remote.clone(), config)
-    });
-    let uploader = Uploader::new(spool.clone(), remote, scenario.uploader);
-    let sampler = tokio::spawn(sample(shared.clone(), host, boot, spool.clone()));
-
-    if run {
-        produce(&shared, host, boot, &uploader, &mut commands).await;
-    }
-    if let Some(drainer) = drainer {
-        drainer.shutdown().await;
-    }
-    sampler.abort();
-    shared
-        .recorder()
-        .boot_uploads
-        .insert((host, boot), upload_counts(&metrics));
+/// Where a host goes once it has stopped gracefully.
+pub(crate) fn stopped_phase(commands: &watch::Receiver<Command>) -> Phase {
     if *commands.borrow() == Command::Finish {
-        control.set_phase(Phase::Finished);
+        Phase::Finished
     } else {
-        control.set_phase(Phase::Stopped);
+        Phase::Stopped
     }
-    drop(uploader);
-    drop(spool);
-    Ok(())
-}
-
-/// Opens the spool, retrying every second (as a supervisor would restart a service
-/// that fails at start) until it opens or the run finishes. Records the check of the
-/// gauges against the disk.
-async fn open_spool(
-    shared: &Arc<Shared>,
-    host: u32,
-    boot: u16,
-    commands: &mut watch::Receiver<Command>,
-) -> Option<Spool> {
-    let control = &shared.hosts[host as usize];
-    let scenario = &shared.scenario;
-    let dir = Path::new(SPOOL_DIR);
-    loop {
-        let clock = Arc::new(SimWallClock {
-            start_unix_ms: scenario.wall_ms(Duration::ZERO),
-        });
-        let opened = Spool::open_with(
-            dir,
-            scenario.spool.clone(),
-            Arc::new(control.disk.clone()),
-            clock,
-            Metrics::default(),
-        )
-        .await;
-        let mut check = ReopenCheck {
-            at: now(),
-            host,
-            boot,
-            gauges: (0, 0),
-            on_disk: (0, 0),
-            open_error: None,
-        };
-        match opened {
-            Ok((spool, _)) => {
-                let stats = spool.stats();
-                check.gauges = (stats.files, stats.bytes);
-                check.on_disk =
-                    entries_on_disk(&control.disk, &dir.join(spool::layout::ENTRIES_DIR)).await;
-                shared.recorder().reopens.push(check);
-                return Some(spool);
-            }
-            Err(e) => {
-                check.open_error = Some(e.to_string());
-                shared.recorder().reopens.push(check);
-                if *commands.borrow() == Command::Finish {
-                    return None;
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = commands.changed() => {}
-                }
-            }
-        }
-    }
-}
-
-/// Entry files in `dir` and their total size, read straight from the simulated disk
-/// (the file sizes, not what their names say).
-async fn entries_on_disk(disk: &SimDisk, dir: &Path) -> (u64, u64) {
-    disk.file_sizes(dir)
-        .into_iter()
-        .filter(|(name, _)| spool::layout::parse_seq(name).is_some())
-        .fold((0, 0), |(files, bytes), (_, size)| {
-            (files + 1, bytes + size)
-        })
 }
 
 /// Issues writes at the scenario's rate until told to stop or the workload ends,
@@ -382,7 +339,7 @@ async fn produce(
     shared: &Arc<Shared>,
     host: u32,
     boot: u16,
-    uploader: &Uploader,
+    writer: &Writer,
     commands: &mut watch::Receiver<Command>,
 ) {
     let scenario = &shared.scenario;
@@ -415,10 +372,11 @@ async fn produce(
                 if let Some(other) = shape.other_writer(host, seq, poison, &payload) {
                     plant(shared, &name, other);
                 }
-                let (uploader, shared) = (uploader.clone(), shared.clone());
+                let (writer, shared) = (writer.clone(), shared.clone());
                 in_flight.spawn(async move {
-                    let told = told(uploader.upload_with(&name, payload, &attributes).await);
-                    shared.ledger().tell(host, seq, now(), told);
+                    if let Some(told) = writer.write(&shared, &name, payload, &attributes).await {
+                        shared.ledger().tell(host, seq, now(), told);
+                    }
                 });
                 next += exponential(&mut rng, workload.rate);
             }
@@ -440,6 +398,42 @@ fn plant(shared: &Shared, name: &str, other: OtherWriter) {
         other.attributes,
         other.composite,
     );
+}
+
+/// How a producer writes: through its own spool's uploader, or through the relay.
+#[derive(Debug, Clone)]
+pub(crate) enum Writer {
+    /// The production uploader, in process.
+    Spool(Uploader),
+    /// The production GCS client, pointed at the relay.
+    Relay(RelayClient),
+}
+
+impl Writer {
+    /// Writes one object; what its caller is told, or `None` when the request
+    /// reached the relay and no answer came back (the relay's process ended: the
+    /// world makes it unknown).
+    async fn write(
+        &self,
+        shared: &Shared,
+        name: &str,
+        payload: bytes::Bytes,
+        attributes: &object_store::Attributes,
+    ) -> Option<Told> {
+        match self {
+            Writer::Spool(uploader) => {
+                Some(told(uploader.upload_with(name, payload, attributes).await))
+            }
+            Writer::Relay(client) => match client.write(name, payload, attributes).await {
+                RelayAnswer::Told(told) => Some(told),
+                RelayAnswer::Unreached => {
+                    shared.recorder().relay_unreached += 1;
+                    Some(Told::Failed)
+                }
+                RelayAnswer::NoAnswer => None,
+            },
+        }
+    }
 }
 
 fn told(result: Result<Outcome, UploadError>) -> Told {
@@ -465,28 +459,5 @@ fn draw_size(rng: &mut ChaCha8Rng, size: SizeDist) -> u32 {
             let (lo, hi) = ((min.max(1) as f64).ln(), (max as f64).ln());
             (rng.random_range(lo..=hi).exp().round() as u64).clamp(min, max) as u32
         }
-    }
-}
-
-/// Records the spool's gauges and counters at every sample instant.
-async fn sample(shared: Arc<Shared>, host: u32, boot: u16, spool: Spool) {
-    let interval = shared.scenario.sample;
-    loop {
-        let index = shared.recorder().index(now()) + 1;
-        let at = interval * index as u32;
-        tokio::time::sleep(at.saturating_sub(now())).await;
-        let metrics = spool.metrics();
-        let stats = spool.stats();
-        let sample = HostSample {
-            boot,
-            scrape: spool::alerts::Scrape::new(&stats, metrics),
-            stats,
-            drained: metrics.drained_total(spool::metrics::DrainOutcome::Uploaded)
-                + metrics.drained_total(spool::metrics::DrainOutcome::AlreadyPresent),
-            dead_lettered: metrics.dead_lettered_total(),
-        };
-        let mut recorder = shared.recorder();
-        let index = recorder.index(now());
-        recorder.host_samples[host as usize].insert(index, sample);
     }
 }

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `acknowledged_writes_delivered` | every write acknowledged (stored or spooled) is in the bucket with its bytes, or set aside, or still pending in a spool with its length and crc32c; or (explained) its file was destroyed by the disk |
 //! | `bucket_holds_only_what_was_written` | every object was issued by a producer, with the same size, crc32c and attributes, or is the other writer's object a producer's write found under its name; no write replaced another writer's object |
-//! | `callers_told_and_counted` | no caller is left without an answer, and each boot's `uploads_total` equals what its callers were told |
+//! | `callers_told_and_counted` | no caller is left without an answer, and each boot's `uploads_total` equals what its callers were told (with the relay: its counters over all its boots, less answers lost to a process that died) |
 //! | `unknown_only_at_crashes` | writes without an answer exist only where a process died mid-upload |
 //! | `spool_ends_empty` | every spool is empty at the end, or the store was still failing (explained) or the drain was still progressing (explained) |
 //! | `gauges_match_disk_after_reopen` | after every open, `spool_files`/`spool_bytes` equal the entry files on the simulated disk |
@@ -527,8 +527,13 @@ fn set_aside_only_for_a_reason(tally: &Tally, examples: &[String]) -> Invariant 
     }
 }
 
+/// Outcomes by caller host and boot: what the callers were told.
+type ToldPerBoot = BTreeMap<(u32, u16), BTreeMap<&'static str, u64>>;
+
+const OUTCOMES: [&str; 4] = ["stored", "spooled", "rejected", "failed"];
+
 fn callers_told_and_counted(run: &RunOutput, in_flight: u64) -> Invariant {
-    let mut told: BTreeMap<(u32, u16), BTreeMap<&'static str, u64>> = BTreeMap::new();
+    let mut told: ToldPerBoot = BTreeMap::new();
     for (host, h) in run.ledger.hosts().iter().enumerate() {
         for w in &h.writes {
             let outcome = match w.told {
@@ -549,9 +554,23 @@ fn callers_told_and_counted(run: &RunOutput, in_flight: u64) -> Invariant {
     if in_flight > 0 {
         problems.push(format!("{in_flight} callers never got an answer"));
     }
+    problems.extend(match run.scenario.relay_host() {
+        None => counted_per_boot(run, told),
+        Some(relay) => counted_by_relay(run, relay, &told),
+    });
+    Invariant {
+        name: "callers_told_and_counted",
+        statement: "Every caller was told what happened to its write (refusals included), and the metrics count exactly what callers were told",
+        status: Status::failed_if(!problems.is_empty(), || problems.join("; ")),
+    }
+}
+
+/// Each boot's `uploads_total` against what that boot's callers were told.
+fn counted_per_boot(run: &RunOutput, mut told: ToldPerBoot) -> Vec<String> {
+    let mut problems = Vec::new();
     for (&(host, boot), counted) in &run.recorder.boot_uploads {
         let said = told.remove(&(host, boot)).unwrap_or_default();
-        for outcome in ["stored", "spooled", "rejected", "failed"] {
+        for outcome in OUTCOMES {
             let (c, t) = (
                 counted.get(outcome).copied().unwrap_or(0),
                 said.get(outcome).copied().unwrap_or(0),
@@ -567,11 +586,60 @@ fn callers_told_and_counted(run: &RunOutput, in_flight: u64) -> Invariant {
             said.values().sum::<u64>()
         ));
     }
-    Invariant {
-        name: "callers_told_and_counted",
-        statement: "Every caller was told what happened to its write (refusals included), and the metrics count exactly what callers were told",
-        status: Status::failed_if(!problems.is_empty(), || problems.join("; ")),
+    problems
+}
+
+/// With the relay, the callers are its HTTP clients and its boots are not theirs:
+/// the relay's `uploads_total`, summed over its boots, against what all callers
+/// were told. Refusals are compared as one class (a 503 is backpressure to the
+/// caller whether the relay's spool was full, counted `rejected`, or failed a
+/// write, counted `failed`), less the writes that never reached the relay. A
+/// class may count more than its callers heard only by answers lost when a
+/// process died with the write in flight: at most the unknown writes in all.
+fn counted_by_relay(run: &RunOutput, relay: u32, told: &ToldPerBoot) -> Vec<String> {
+    let sum = |maps: &mut dyn Iterator<Item = &BTreeMap<&'static str, u64>>, of: &[&str]| {
+        maps.map(|m| {
+            of.iter()
+                .map(|o| m.get(o).copied().unwrap_or(0))
+                .sum::<u64>()
+        })
+        .sum::<u64>()
+    };
+    let relay_boots = || {
+        (run.recorder.boot_uploads.iter())
+            .filter(move |((host, _), _)| *host == relay)
+            .map(|(_, counted)| counted)
+    };
+    let unknown = (run.ledger.hosts().iter())
+        .flat_map(|h| &h.writes)
+        .filter(|w| w.told == Told::Unknown)
+        .count() as u64;
+    let mut problems = Vec::new();
+    let mut lost_answers = 0;
+    let classes: [(&str, &[&str]); 3] = [
+        ("stored", &["stored"]),
+        ("spooled", &["spooled"]),
+        ("rejected or failed", &["rejected", "failed"]),
+    ];
+    for (class, outcomes) in classes {
+        let counted = sum(&mut relay_boots(), outcomes);
+        let mut said = sum(&mut told.values(), outcomes);
+        if outcomes.len() > 1 {
+            said = said.saturating_sub(run.recorder.relay_unreached);
+        }
+        match counted.checked_sub(said) {
+            Some(excess) => lost_answers += excess,
+            None => problems.push(format!(
+                "the relay's uploads_total counts {counted} {class}, its callers were told {said}"
+            )),
+        }
     }
+    if lost_answers > unknown {
+        problems.push(format!(
+            "the relay counted {lost_answers} uploads its callers never heard of, but only {unknown} writes lost their answer to a process that died"
+        ));
+    }
+    problems
 }
 
 fn unknown_only_at_crashes(run: &RunOutput, tally: &Tally) -> Invariant {

@@ -6,12 +6,17 @@
 //! at most [`TurmoilConnector::max_idle`] idle connections (default 8), and no
 //! timeout of its own: the caller's timeout (the spool's `Remote::put_if_absent`)
 //! bounds a request, and dropping the request future drops its connection.
+//!
+//! A request that carries an [`Exchange`] in its extensions (`object_store`'s
+//! `PutOptions::extensions` reach the HTTP request) gets what the transport saw
+//! recorded in it: whether a connection was up, and the response's status and
+//! headers, which `object_store` does not return.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use http::header::HOST;
-use http::{HeaderValue, Uri};
+use http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use http_body_util::BodyExt;
 use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
@@ -21,6 +26,54 @@ use object_store::client::{
 };
 use object_store::gcp::{GcpCredential, GoogleCloudStorageBuilder};
 use object_store::{ClientOptions, ObjectStore, StaticCredentialProvider};
+
+/// What the transport saw of one request, for a caller that needs more than
+/// `object_store` returns. Cheap to clone; clones share what is recorded.
+#[derive(Debug, Clone, Default)]
+pub struct Exchange(Arc<Mutex<Seen>>);
+
+/// What an [`Exchange`] recorded.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    /// A connection to the server was up (dialled, or taken from the pool): the
+    /// request may have reached the server.
+    pub connected: bool,
+    /// The response's status, if a response came.
+    pub status: Option<u16>,
+    /// The response's headers.
+    pub headers: HeaderMap,
+}
+
+impl Seen {
+    /// The response header `name`, if present and text.
+    pub fn header(&self, name: &str) -> Option<String> {
+        let value = self.headers.get(name)?;
+        value.to_str().ok().map(str::to_string)
+    }
+}
+
+impl Exchange {
+    /// What was recorded so far.
+    pub fn seen(&self) -> Seen {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A connection is up for the request.
+    pub(crate) fn connected(&self) {
+        self.lock().connected = true;
+    }
+
+    /// The response's head arrived.
+    pub(crate) fn answered(&self, status: StatusCode, headers: &HeaderMap) {
+        let mut seen = self.lock();
+        seen.status = Some(status.as_u16());
+        seen.headers = headers.clone();
+    }
+}
 
 /// Builds [`TurmoilHttp`] clients for `object_store`.
 #[derive(Debug, Clone, Copy)]
@@ -197,14 +250,21 @@ impl HttpService for TurmoilHttp {
             .map_err(|e| HttpError::new(HttpErrorKind::Request, e))?;
         parts.headers.insert(HOST, host);
 
+        let exchange = parts.extensions.get::<Exchange>().cloned();
         let mut sender = match self.checkout(&authority) {
             Some(sender) => sender,
             None => self.dial(&authority).await?,
         };
+        if let Some(exchange) = &exchange {
+            exchange.connected();
+        }
         let response = sender
             .send_request(http::Request::from_parts(parts, body))
             .await
             .map_err(map_hyper_error)?;
+        if let Some(exchange) = &exchange {
+            exchange.answered(response.status(), response.headers());
+        }
         // Back to the pool now; it becomes ready again once this body is read.
         self.checkin(authority, sender);
         let (parts, incoming) = response.into_parts();
@@ -237,15 +297,23 @@ fn empty_bearer() -> Arc<StaticCredentialProvider<GcpCredential>> {
 
 /// The GCS store the spool writes through, inside turmoil: `base_url` such as
 /// `http://gcs:4443` (a turmoil host name), no credentials, `object_store`'s own
-/// retries off , transport
-/// [`TurmoilConnector`].
+/// retries off, transport [`TurmoilConnector`] with its default pool.
 pub fn gcs_store(base_url: &str, bucket: &str) -> object_store::Result<Arc<dyn ObjectStore>> {
+    gcs_store_over(base_url, bucket, TurmoilConnector::default())
+}
+
+/// [`gcs_store`] over `connector` (another pool size, say).
+pub fn gcs_store_over(
+    base_url: &str,
+    bucket: &str,
+    connector: TurmoilConnector,
+) -> object_store::Result<Arc<dyn ObjectStore>> {
     let store = GoogleCloudStorageBuilder::new()
         .with_bucket_name(bucket)
         .with_base_url(base_url)
         .with_credentials(empty_bearer())
         .with_retry(no_client_retries())
-        .with_http_connector(TurmoilConnector::default())
+        .with_http_connector(connector)
         .build()?;
     Ok(Arc::new(store))
 }

@@ -191,6 +191,14 @@ impl Ledger {
         seqs.len() as u64
     }
 
+    /// Every process every host's writes wait on died (the relay's): every write in
+    /// flight becomes unknown. Returns how many.
+    pub fn end_all(&mut self, at: Duration) -> u64 {
+        (0..self.hosts.len() as u32)
+            .map(|host| self.end_boot(host, at))
+            .sum()
+    }
+
     /// Writes still in flight on `host`.
     pub fn in_flight(&self, host: u32) -> usize {
         self.hosts[host as usize].in_flight.len()

@@ -1,6 +1,7 @@
 //! Deterministic outage bench for the spool: the production [`spool`] runs on
-//! simulated app hosts against the Cloud Storage fake ([`fake_gcs`]) in one turmoil
-//! world, through outages, crashes, restarts, deploys and disk faults taken from a
+//! simulated app hosts (or on a relay host they write through: the production
+//! [`relay`]) against the Cloud Storage fake ([`fake_gcs`]) in one turmoil world,
+//! through outages, crashes, restarts, deploys and disk faults taken from a
 //! scenario file; a checker outside the system judges every write from the
 //! producers' ledger and the bucket; the run becomes a report.
 //!
@@ -15,7 +16,9 @@
 //! | [`scenario`] | scenario files: raw TOML, then a checked [`scenario::Scenario`] |
 //! | [`world`] | the turmoil world: hosts, events, stepping, wind-down |
 //! | [`gcs_host`] | the fake as a turmoil host: accept loop and clock |
-//! | [`app`] | the app host: spool, uploader, drainer and producer per boot |
+//! | [`app`] | the app host: its producer per boot, through its own spool or the relay; the world's handle on every host |
+//! | [`node`] | one boot of a host with a spool (app host or relay): spool, uploader, drainer, sampler, graceful stop |
+//! | [`relay_host`] | the relay host (`[relay]`): the production `spool-relay` on a host with a spool, and the app hosts' client for it |
 //! | [`simdisk`] | the bench's own disk behind `spool::Disk`: inodes, live and durable views, the crash model, faults per operation |
 //! | [`workload`] | what producers write: names (plain or hard), attributes, other writers who take a name first |
 //! | [`inventory`] | each host's final inventory, after a last power loss and a reopen, every entry decoded |
@@ -38,7 +41,9 @@ pub mod gcs_host;
 pub mod inventory;
 pub mod ledger;
 pub mod mutants;
+pub mod node;
 pub mod recorder;
+pub mod relay_host;
 pub mod report;
 pub mod scenario;
 pub mod simdisk;

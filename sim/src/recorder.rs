@@ -89,10 +89,15 @@ pub struct Recorder {
     pub boot_uploads: BTreeMap<(u32, u16), BTreeMap<&'static str, u64>>,
     /// Each host's final inventory.
     pub inventories: BTreeMap<u32, Inventory>,
+    /// With the relay on: writes whose callers were told they failed because they
+    /// never reached the relay (it was down: connection refused). The relay's
+    /// counters never saw them.
+    pub relay_unreached: u64,
 }
 
 impl Recorder {
-    /// A recorder for `hosts` hosts sampling every `sample`.
+    /// A recorder for `hosts` hosts (app hosts and the relay) sampling every
+    /// `sample`.
     pub fn new(hosts: u32, sample: Duration) -> Self {
         Self {
             sample,

@@ -47,8 +47,15 @@
 //! # after_disk_ops = 30000       # power lost just before the host's 30,000th disk
 //! #                              # operation (crash only)
 //! kind = "crash"                 # crash (power loss) | restart (process only) | deploy (graceful)
-//! host = 0                       # or "all" (default 0)
+//! host = 0                       # or "all" (every app host), or "relay" (default 0)
 //! down_for = "1s"
+//!
+//! [relay]                        # a spool-relay host between the app hosts and the store
+//! enabled = false                # on: app hosts write through it over HTTP and keep no
+//!                                # spool; the relay's spool, uploader and drainer take
+//!                                # [spool], [uploader] and [drainer]
+//! retry_after = "1s"             # Retry-After on its 503 (spool full)
+//! shutdown_grace = "30s"         # requests in flight may finish this long at a deploy
 //!
 //! [disk]                         # the simulated disk (sim::simdisk), per host
 //! capacity = "10MiB"             # bytes of file data before ENOSPC
@@ -115,6 +122,9 @@ pub struct Scenario {
     pub disk: DiskConfig,
     /// Network latency between hosts.
     pub network: Network,
+    /// A relay host between the app hosts and the store, if the scenario puts one
+    /// there (`[relay] enabled = true`).
+    pub relay: Option<RelayOptions>,
     /// The file's text, kept for the report.
     pub source: String,
 }
@@ -215,6 +225,18 @@ pub struct Event {
     pub hosts: Vec<u32>,
     /// How long the host stays down before its software starts again.
     pub down_for: Duration,
+}
+
+/// The relay host (`[relay]`): the production `spool-relay` (its spool, uploader and
+/// drainer configured by `[spool]`, `[uploader]` and `[drainer]`), which the app
+/// hosts write through with the production GCS client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RelayOptions {
+    /// `Retry-After` on a 503 (spool full). Default 1 s.
+    pub retry_after: Duration,
+    /// How long requests in flight may take to finish when the relay stops
+    /// gracefully (a deploy, the end of the run). Default 30 s.
+    pub shutdown_grace: Duration,
 }
 
 /// Network latency between hosts.
@@ -346,6 +368,8 @@ struct RawScenario {
     disk: RawDisk,
     #[serde(default)]
     network: RawNetwork,
+    #[serde(default)]
+    relay: RawRelay,
 }
 
 /// A time written as a TOML datetime, an RFC 3339 string, or a duration offset.
@@ -496,6 +520,17 @@ struct RawNetwork {
     max_latency: Option<Duration>,
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRelay {
+    #[serde(default)]
+    enabled: bool,
+    #[serde(default, with = "humantime_serde")]
+    retry_after: Option<Duration>,
+    #[serde(default, with = "humantime_serde")]
+    shutdown_grace: Option<Duration>,
+}
+
 type Checked<T> = Result<T, (String, String)>;
 
 fn ensure(ok: bool, field: &str, message: impl Into<String>) -> Checked<()> {
@@ -553,9 +588,10 @@ impl RawScenario {
         let uploader = self.uploader.check()?;
         let drainer = self.drainer.check()?;
         let faults = faults(&self.faults, self.capacity.as_ref(), start)?;
+        let relay = self.relay.check()?;
         let mut events = Vec::with_capacity(self.events.len());
         for (i, raw) in self.events.iter().enumerate() {
-            events.push(raw.check(i, start, self.duration, workload.hosts)?);
+            events.push(raw.check(i, start, self.duration, workload.hosts, relay.is_some())?);
         }
         events.sort_by_key(|e| e.when);
         let disk = self.disk.check(start)?;
@@ -576,6 +612,7 @@ impl RawScenario {
             events,
             disk,
             network,
+            relay,
             source: text.to_string(),
         })
     }
@@ -733,8 +770,39 @@ impl RawDrainer {
     }
 }
 
+impl RawRelay {
+    fn check(self) -> Checked<Option<RelayOptions>> {
+        let given = self.retry_after.is_some() || self.shutdown_grace.is_some();
+        ensure(
+            self.enabled || !given,
+            "relay",
+            "the relay's settings are given but it is not enabled (enabled = true)",
+        )?;
+        if !self.enabled {
+            return Ok(None);
+        }
+        let options = RelayOptions {
+            retry_after: self.retry_after.unwrap_or(Duration::from_secs(1)),
+            shutdown_grace: self.shutdown_grace.unwrap_or(Duration::from_secs(30)),
+        };
+        ensure(
+            !options.shutdown_grace.is_zero(),
+            "relay.shutdown_grace",
+            "must be longer than zero",
+        )?;
+        Ok(Some(options))
+    }
+}
+
 impl RawEvent {
-    fn check(&self, i: usize, start: SystemTime, duration: Duration, hosts: u32) -> Checked<Event> {
+    fn check(
+        &self,
+        i: usize,
+        start: SystemTime,
+        duration: Duration,
+        app_hosts: u32,
+        relay: bool,
+    ) -> Checked<Event> {
         let field = |name: &str| format!("event[{i}].{name}");
         let when = match (&self.at, self.after_disk_ops) {
             (Some(at), None) => {
@@ -768,28 +836,17 @@ impl RawEvent {
                 ));
             }
         };
-        let hosts = match &self.host {
-            None => vec![0],
-            Some(RawHost::Name(n)) if n == "all" => (0..hosts).collect(),
-            Some(RawHost::Name(n)) => {
-                return Err((
-                    field("host"),
-                    format!("{n:?} is not a host index or \"all\""),
-                ));
-            }
-            Some(RawHost::Index(h)) => {
-                ensure(
-                    *h < hosts,
-                    &field("host"),
-                    format!("host {h} does not exist (workload.hosts = {hosts})"),
-                )?;
-                vec![*h]
-            }
-        };
+        let hosts = self.hosts(&field("host"), app_hosts, relay)?;
         ensure(
             matches!(when, When::At(_)) || kind == EventKind::Crash,
             &field("after_disk_ops"),
             "only a crash (power loss) can happen at a disk operation",
+        )?;
+        ensure(
+            matches!(when, When::At(_)) || !relay || hosts == [app_hosts],
+            &field("after_disk_ops"),
+            "with the relay on, app hosts keep no spool and their disks see no operation: \
+             crash the relay (host = \"relay\") at a disk operation",
         )?;
         Ok(Event {
             at: match when {
@@ -800,6 +857,37 @@ impl RawEvent {
             kind,
             hosts,
             down_for: self.down_for.unwrap_or(Duration::ZERO),
+        })
+    }
+
+    /// The hosts the event names: an app host's index, "all" app hosts, or the
+    /// relay (whose index follows the app hosts').
+    fn hosts(&self, field: &str, app_hosts: u32, relay: bool) -> Checked<Vec<u32>> {
+        Ok(match &self.host {
+            None => vec![0],
+            Some(RawHost::Name(n)) if n == "all" => (0..app_hosts).collect(),
+            Some(RawHost::Name(n)) if n == "relay" => {
+                ensure(
+                    relay,
+                    field,
+                    "there is no relay host: set [relay] enabled = true",
+                )?;
+                vec![app_hosts]
+            }
+            Some(RawHost::Name(n)) => {
+                return Err((
+                    field.to_string(),
+                    format!("{n:?} is not a host index, \"all\" or \"relay\""),
+                ));
+            }
+            Some(RawHost::Index(h)) => {
+                ensure(
+                    *h < app_hosts,
+                    field,
+                    format!("host {h} does not exist (workload.hosts = {app_hosts})"),
+                )?;
+                vec![*h]
+            }
         })
     }
 }
@@ -913,6 +1001,19 @@ impl Scenario {
             attributes: self.workload.attributes,
             conflicts: self.workload.conflicts,
             seed: self.seed,
+        }
+    }
+
+    /// The relay's host index (after the app hosts'), when there is a relay.
+    pub fn relay_host(&self) -> Option<u32> {
+        self.relay.map(|_| self.workload.hosts)
+    }
+
+    /// How many spools the run has: the relay's, or one per app host.
+    pub fn spool_hosts(&self) -> u32 {
+        match self.relay {
+            Some(_) => 1,
+            None => self.workload.hosts,
         }
     }
 
@@ -1039,6 +1140,32 @@ down_for = "10s"
     fn an_event_for_a_missing_host_is_refused() {
         let e = err(&GOOD.replace("down_for = \"10s\"", "down_for = \"10s\"\nhost = 3"));
         assert_eq!(e.field.as_deref(), Some("event[0].host"), "{e}");
+    }
+
+    #[test]
+    fn the_relay_is_the_host_after_the_app_hosts() {
+        let text = format!(
+            "{GOOD}\n[[event]]\nat = \"40m\"\nkind = \"crash\"\nhost = \"relay\"\n\n[relay]\nenabled = true\n"
+        );
+        let s = parse("s.toml", &text).unwrap();
+        assert_eq!(s.relay_host(), Some(1));
+        assert_eq!(s.spool_hosts(), 1);
+        assert_eq!(s.events[1].hosts, vec![1]);
+        assert_eq!(s.relay.unwrap().retry_after, Duration::from_secs(1));
+        assert_eq!(parse("s.toml", GOOD).unwrap().relay, None);
+    }
+
+    #[test]
+    fn a_relay_event_needs_the_relay_and_app_hosts_have_no_disk_under_it() {
+        let e = err(&GOOD.replace("down_for = \"10s\"", "down_for = \"10s\"\nhost = \"relay\""));
+        assert_eq!(e.field.as_deref(), Some("event[0].host"), "{e}");
+        assert!(e.to_string().contains("[relay] enabled = true"), "{e}");
+        let at_disk_op = GOOD.replace("at = \"30m\"", "after_disk_ops = 100");
+        let e = err(&format!("{at_disk_op}\n[relay]\nenabled = true\n"));
+        assert_eq!(e.field.as_deref(), Some("event[0].after_disk_ops"), "{e}");
+        let e = err(&format!("{GOOD}\n[relay]\nretry_after = \"2s\"\n"));
+        assert_eq!(e.field.as_deref(), Some("relay"), "{e}");
+        assert!(e.line.is_some(), "{e}");
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! The turmoil world: the fake Cloud Storage host and the app hosts, stepped through
-//! the scenario's duration while its events (crash, restart, deploy) are applied,
-//! then wound down so every host stops gracefully and takes its inventory.
+//! The turmoil world: the fake Cloud Storage host, the app hosts and (with
+//! `[relay]`) the relay host, stepped through the scenario's duration while its
+//! events (crash, restart, deploy) are applied, then wound down so every host stops
+//! gracefully (the app hosts first, so the relay answers their last writes), and
+//! every spool's inventory is taken.
 //!
 //! Everything a run decides comes from the scenario's seed, through [`derive_seed`]:
 //! turmoil's world RNG (network latency), the fake's fault RNG, each host's disk
@@ -13,7 +15,7 @@ use std::time::Duration;
 use anyhow::Context;
 use fake_gcs::{FakeGcs, FakeGcsConfig, FakeStats, ObjectRecord, Refusal, RequestEvent};
 
-use crate::app::{self, Command, GCS_HOST, GCS_PORT, Phase, Shared, derive_seed, purpose};
+use crate::app::{self, Command, GCS_HOST, GCS_PORT, Phase, Role, Shared, derive_seed, purpose};
 use crate::gcs_host::{self, TurmoilClock};
 use crate::ledger::Ledger;
 use crate::mutants::Mutant;
@@ -57,12 +59,14 @@ pub struct RunOutput {
     pub fake: FakeStats,
     /// Steps taken (each one `tick` of simulated time).
     pub steps: u64,
-    /// Hosts that did not finish their wind-down in time.
+    /// Hosts that did not finish their wind-down in time (app hosts, then the
+    /// relay).
     pub unfinished_hosts: Vec<u32>,
     /// Hosts that were not serving when the scenario ended (down after an event, or
     /// stopping for a deploy).
     pub down_at_end: Vec<u32>,
-    /// What each host's disk did: crash states reached, faults injected, damage.
+    /// What each host's disk did: crash states reached, faults injected, damage
+    /// (with the relay on, the app hosts' disks are idle).
     pub disks: Vec<DiskReport>,
 }
 
@@ -147,7 +151,7 @@ struct World {
 }
 
 impl World {
-    /// The fake's host and one host per app instance.
+    /// The fake's host, one host per app instance, and the relay's.
     fn add_hosts(&mut self) {
         let fake = self.fake.clone();
         self.sim.host(GCS_HOST, move || {
@@ -157,11 +161,19 @@ impl World {
                 Ok(())
             }
         });
-        for host in 0..self.shared.scenario.workload.hosts {
-            let shared = self.shared.clone();
-            self.sim.host(app::host_name(host), move || {
-                app::run_host(shared.clone(), host)
-            });
+        for control in &self.shared.hosts {
+            let (shared, host) = (self.shared.clone(), control.index);
+            match control.role {
+                Role::App => self.sim.host(control.name.as_str(), move || {
+                    app::run_host(shared.clone(), host)
+                }),
+                Role::ThroughRelay => self.sim.host(control.name.as_str(), move || {
+                    app::run_through_relay(shared.clone(), host)
+                }),
+                Role::Relay => self.sim.host(control.name.as_str(), move || {
+                    crate::relay_host::run(shared.clone(), host)
+                }),
+            }
         }
     }
 
@@ -247,24 +259,40 @@ impl World {
 
     /// Tells every host to finish, restarts any that is down, and steps until all
     /// have stopped (a disk that reaches a scheduled crash meanwhile crashes its host,
-    /// which then starts again and finishes). Returns the hosts that did not finish in
-    /// time.
+    /// which then starts again and finishes): the app hosts first, then the relay,
+    /// which serves their last writes meanwhile. Returns the hosts that did not
+    /// finish in time.
     fn wind_down(&mut self) -> anyhow::Result<Vec<u32>> {
-        for control in &self.shared.hosts {
+        let (relays, apps): (Vec<u32>, Vec<u32>) = (self.shared.hosts.iter())
+            .map(|h| h.index)
+            .partition(|&h| self.shared.hosts[h as usize].role == Role::Relay);
+        let end = self.sim.elapsed() + WIND_DOWN_LIMIT;
+        let mut unfinished = Vec::new();
+        for group in [apps, relays] {
+            if !group.is_empty() {
+                unfinished.extend(self.finish(&group, end)?);
+            }
+        }
+        for &host in &unfinished {
+            let at = self.sim.elapsed();
+            self.shared.end_boot(host, at);
+        }
+        Ok(unfinished)
+    }
+
+    /// Tells `hosts` to finish, restarts any that is down, and steps until they
+    /// have stopped or `end`. Returns those that did not.
+    fn finish(&mut self, hosts: &[u32], end: Duration) -> anyhow::Result<Vec<u32>> {
+        let shared = self.shared.clone();
+        let controls = || hosts.iter().map(|&h| &shared.hosts[h as usize]);
+        for control in controls() {
             control.command.send_replace(Command::Finish);
             if control.phase() == Phase::Stopped {
                 control.set_boot_delay(Duration::ZERO);
-                self.sim.bounce(app::host_name(control.index).as_str());
+                self.sim.bounce(control.name.as_str());
             }
         }
-        let end = self.sim.elapsed() + WIND_DOWN_LIMIT;
-        while self
-            .shared
-            .hosts
-            .iter()
-            .any(|h| h.phase() != Phase::Finished)
-            && self.sim.elapsed() < end
-        {
+        while controls().any(|h| h.phase() != Phase::Finished) && self.sim.elapsed() < end {
             let t = self.sim.elapsed();
             self.crash_tripped_disks(t);
             self.sim
@@ -272,24 +300,17 @@ impl World {
                 .map_err(|e| anyhow::anyhow!("simulation failed while winding down: {e}"))?;
             self.steps += 1;
         }
-        let unfinished: Vec<u32> = self
-            .shared
-            .hosts
-            .iter()
+        Ok(controls()
             .filter(|h| h.phase() != Phase::Finished)
             .map(|h| h.index)
-            .collect();
-        for &host in &unfinished {
-            let at = self.sim.elapsed();
-            self.shared.ledger().end_boot(host, at);
-        }
-        Ok(unfinished)
+            .collect())
     }
 
-    /// Every host's disk loses power and is read, outside the simulation.
+    /// Every spool's disk loses power and is read, outside the simulation (app
+    /// hosts writing through the relay keep none).
     fn take_inventories(&mut self) {
         let end = self.shared.scenario.wall_ms(self.sim.elapsed());
-        for control in &self.shared.hosts {
+        for control in self.shared.hosts.iter().filter(|h| h.role.keeps_spool()) {
             let inventory = crate::inventory::take(&control.disk, &self.shared.scenario.spool, end);
             self.shared
                 .recorder()
@@ -306,7 +327,7 @@ impl World {
             if control.phase() != Phase::Stopped {
                 return true;
             }
-            let unknown = shared.ledger().end_boot(d.host, t);
+            let unknown = shared.end_boot(d.host, t);
             shared.recorder().timeline.push(TimelineEvent {
                 at: d.at,
                 host: d.host,
@@ -316,7 +337,7 @@ impl World {
             });
             control.set_boot_delay(d.down_for);
             control.command.send_replace(Command::Run);
-            sim.bounce(app::host_name(d.host));
+            sim.bounce(control.name.as_str());
             false
         });
     }
@@ -439,14 +460,14 @@ fn kill(
         shared
             .recorder()
             .boot_uploads
-            .insert((host, boot), app::upload_counts(&metrics));
+            .insert((host, boot), crate::node::upload_counts(&metrics));
     }
-    let name = app::host_name(host);
+    let name = control.name.as_str();
     if kind == EventKind::Crash {
-        sim.crash(name.as_str());
+        sim.crash(name);
         control.disk.power_loss();
     }
-    let unknown = shared.ledger().end_boot(host, at);
+    let unknown = shared.end_boot(host, at);
     shared.recorder().timeline.push(TimelineEvent {
         at,
         host,
@@ -459,7 +480,7 @@ fn kill(
     if *control.command.borrow() != Command::Finish {
         control.command.send_replace(Command::Run);
     }
-    sim.bounce(name.as_str());
+    sim.bounce(name);
 }
 
 /// Adds one request of the fake to the interval it arrived in.

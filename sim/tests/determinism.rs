@@ -23,8 +23,8 @@ fn scenario(name: &str) -> String {
 #[test]
 fn the_same_seed_writes_byte_identical_reports() {
     // crash-loop has crashes, restarts, a deploy, torn writes and early write-back:
-    // every source of randomness the bench has.
-    for name in ["demo", "crash-loop"] {
+    // every source of randomness the bench has; relay puts the relay host between.
+    for name in ["demo", "crash-loop", "relay"] {
         let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let first = run(&scenario(name), None, a.path());
         let second = run(&scenario(name), None, b.path());

@@ -220,7 +220,8 @@ fn depth_chart(
     series: &Series,
 ) -> anyhow::Result<()> {
     let spool = &run.scenario.spool;
-    let hosts = u64::from(frame.hosts);
+    // The spools' caps: one per app host, or the relay's alone.
+    let hosts = u64::from(run.scenario.spool_hosts());
     let caps = (
         (spool.max_files * hosts) as f64,
         (spool.max_bytes * hosts) as f64,

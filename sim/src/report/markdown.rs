@@ -69,12 +69,16 @@ impl Page<'_> {
         let mut md = format!("# `{}`: {verdict_word}\n\n", scenario.name);
         let _ = writeln!(
             md,
-            "Seed {} · {} to {} ({}) · {} host(s) × {} writes/s · tick {} · sample {}\n",
+            "Seed {} · {} to {} ({}) · {} host(s){} × {} writes/s · tick {} · sample {}\n",
             scenario.seed,
             self.at(Duration::ZERO),
             self.at(scenario.duration),
             format::duration(scenario.duration),
             scenario.workload.hosts,
+            scenario
+                .relay_host()
+                .map(|h| format!(" through a relay (host {h})"))
+                .unwrap_or_default(),
             scenario.workload.rate,
             format::duration(scenario.tick),
             format::duration(scenario.sample),
@@ -267,12 +271,16 @@ impl Page<'_> {
                 mix_text(&w.mix)
             );
         }
+        let relay = self.run.scenario.relay_host();
         for e in &self.run.recorder.timeline {
+            let who = match relay {
+                Some(relay) if relay == e.host => format!("the relay (host {relay})"),
+                _ => format!("host {}", e.host),
+            };
             let _ = writeln!(
                 md,
-                "- {}: host {} {} (down {}; {} writes in flight became unknown)",
+                "- {}: {who} {} (down {}; {} writes in flight became unknown)",
                 self.at(e.at),
-                e.host,
                 e.kind.as_str(),
                 format::duration(e.down_for),
                 format::count(e.unknown)

@@ -1,0 +1,219 @@
+//! The relay as a turmoil host (`[relay] enabled = true`), and how an app host
+//! writes through it.
+//!
+//! The host runs the production `spool-relay` ([`relay::Relay`]) the way
+//! `relay::cli` does: each boot is a boot of [`crate::node`], as an app host's
+//! (the spool on the host's own `SimDisk`, the uploader and drainer through the
+//! production GCS client to the fake, the sampler), and instead of a producer,
+//! [`relay::Connections`] serving every connection accepted on `relay:4443` over
+//! turmoil TCP until the world asks the host to stop (then requests in flight
+//! finish, for at most `[relay] shutdown_grace`). Crashes, restarts, deploys, a
+//! power loss at a disk operation and the final inventory are the world's, as for
+//! any host with a spool.
+//!
+//! App hosts write with [`RelayClient`]: `object_store`'s GCS client, the one a
+//! user points at an emulator endpoint, at `http://relay:4443`, create-if-absent,
+//! with the write's attributes. What the caller is told comes from the relay's
+//! HTTP answer ([`RelayAnswer`]). A write in flight when the relay's process ends
+//! (a crash or restart, or a connection its graceful stop closed before reading
+//! the request) has no answer; the world makes it unknown then.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use object_store::{Attributes, ObjectStore, PutMode, PutOptions};
+use relay::{Connections, OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED, Relay, RelayConfig};
+use spool::Remote;
+use tokio::sync::watch;
+
+use crate::app::{self, BUCKET, Command, Shared};
+use crate::connector::{Exchange, TurmoilConnector};
+use crate::ledger::Told;
+use crate::node::{Node, SimWallClock};
+
+/// The relay's turmoil host name.
+pub const RELAY_HOST: &str = "relay";
+/// The port it serves the upload API on.
+pub const RELAY_PORT: u16 = 4443;
+/// The largest object the relay takes: the largest the scenario format allows
+/// (64 MiB), so that no write is refused by the relay's own limit before its
+/// uploader sees it.
+const MAX_OBJECT_BYTES: u64 = 64 << 20;
+
+/// The relay host's software: one boot, from boot delay to graceful stop.
+pub async fn run(shared: Arc<Shared>, host: u32) -> turmoil::Result {
+    let (boot, mut commands) = app::begin(&shared, host).await;
+    let Some(node) = Node::start(&shared, host, boot, &mut commands).await? else {
+        return Ok(());
+    };
+    if node.serving() {
+        serve(&shared, &node, &mut commands).await?;
+    }
+    node.stop(&shared, host, &commands).await;
+    Ok(())
+}
+
+/// Serves the upload API through `node`'s uploader until the command changes, then
+/// stops accepting and lets the requests in flight finish.
+async fn serve(
+    shared: &Shared,
+    node: &Node,
+    commands: &mut watch::Receiver<Command>,
+) -> std::io::Result<()> {
+    let scenario = &shared.scenario;
+    let options = scenario
+        .relay
+        .expect("a relay host runs only in a scenario with [relay]");
+    let config = RelayConfig {
+        max_object_bytes: MAX_OBJECT_BYTES,
+        retry_after: options.retry_after,
+        ..RelayConfig::new(BUCKET)
+    };
+    let clock = Arc::new(SimWallClock::new(scenario));
+    let relay = Relay::new(config, node.uploader.clone(), clock);
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", RELAY_PORT)).await?;
+    let connections = Connections::new(relay);
+    loop {
+        tokio::select! {
+            biased;
+            _ = commands.changed() => break,
+            accepted = listener.accept() => connections.serve_connection(accepted?.0),
+        }
+    }
+    drop(listener);
+    connections.shutdown(options.shutdown_grace).await;
+    Ok(())
+}
+
+/// What the relay's answer tells the caller of one write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RelayAnswer {
+    /// An HTTP answer: 200 with `x-spool-outcome: stored` or `spooled`, 503 (spool
+    /// full, or not taking writes now) or 413 as backpressure (`Rejected`), any
+    /// other status `Failed`.
+    Told(Told),
+    /// The write never reached the relay: no connection (it was down: connection
+    /// refused), or a name the client cannot express. The caller is told it
+    /// failed.
+    Unreached,
+    /// The request went out and no answer came back: the relay's process ended
+    /// with it in flight. The caller cannot know whether it landed.
+    NoAnswer,
+}
+
+/// An app host's client for the relay: the production GCS client at
+/// `http://relay:4443` over turmoil TCP, a fresh connection per write (so an
+/// error before the connection is up means the relay never saw the write), no
+/// retries of its own.
+#[derive(Debug, Clone)]
+pub struct RelayClient {
+    remote: Remote,
+}
+
+impl RelayClient {
+    /// A client for the relay host.
+    pub fn new() -> object_store::Result<Self> {
+        let base = format!("http://{RELAY_HOST}:{RELAY_PORT}");
+        let store =
+            crate::connector::gcs_store_over(&base, BUCKET, TurmoilConnector { max_idle: 0 })?;
+        Ok(Self {
+            remote: Remote::new(store),
+        })
+    }
+
+    /// Writes `payload` as `name`, create-if-absent, with `attributes`.
+    ///
+    /// `object_store` returns neither the response's headers nor, on an error, its
+    /// status in a form worth parsing, so the transport records both in an
+    /// [`Exchange`] the request carries in its extensions (`PutOptions::extensions`,
+    /// which the GCS client puts on the HTTP request). Reading the relay's metrics
+    /// or the fake's counters instead would tell the bench what the relay thinks,
+    /// not what this caller heard.
+    pub async fn write(&self, name: &str, payload: Bytes, attributes: &Attributes) -> RelayAnswer {
+        let Ok(path) = self.remote.path(name) else {
+            // The client cannot express the name: nothing was sent.
+            return RelayAnswer::Unreached;
+        };
+        let exchange = Exchange::default();
+        let mut options = PutOptions {
+            mode: PutMode::Create,
+            attributes: attributes.clone(),
+            ..PutOptions::default()
+        };
+        options.extensions.insert(exchange.clone());
+        let store: &Arc<dyn ObjectStore> = self.remote.store();
+        let result = store.put_opts(&path, payload.into(), options).await;
+        answer(result.is_ok(), &exchange)
+    }
+}
+
+/// The caller's answer from what the transport saw (`put_ok`: the client accepted
+/// the response as a successful write).
+fn answer(put_ok: bool, exchange: &Exchange) -> RelayAnswer {
+    let seen = exchange.seen();
+    let Some(status) = seen.status else {
+        return if seen.connected {
+            RelayAnswer::NoAnswer
+        } else {
+            RelayAnswer::Unreached
+        };
+    };
+    let outcome = seen.header(OUTCOME_HEADER);
+    RelayAnswer::Told(match status {
+        200 if put_ok && outcome.as_deref() == Some(OUTCOME_SPOOLED) => Told::Spooled,
+        // The relay answers 200 only once the write is safe; the header says where
+        // (a 200 without it would be the relay's bug: the counters check catches a
+        // spooled write counted here as stored).
+        200 if put_ok && outcome.as_deref().is_none_or(|o| o == OUTCOME_STORED) => Told::Stored,
+        503 | 413 => Told::Rejected,
+        _ => Told::Failed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_answer_follows_the_status_and_the_outcome_header() {
+        let seen = |connected: bool, status: Option<u16>, outcome: Option<&str>| {
+            let exchange = Exchange::default();
+            if connected {
+                exchange.connected();
+            }
+            if let Some(status) = status {
+                let mut headers = http::HeaderMap::new();
+                if let Some(outcome) = outcome {
+                    headers.insert(OUTCOME_HEADER, outcome.parse().unwrap());
+                }
+                exchange.answered(http::StatusCode::from_u16(status).unwrap(), &headers);
+            }
+            exchange
+        };
+        let told = |t| RelayAnswer::Told(t);
+        assert_eq!(
+            answer(true, &seen(true, Some(200), Some("stored"))),
+            told(Told::Stored)
+        );
+        assert_eq!(
+            answer(true, &seen(true, Some(200), Some("spooled"))),
+            told(Told::Spooled)
+        );
+        assert_eq!(
+            answer(false, &seen(true, Some(503), None)),
+            told(Told::Rejected)
+        );
+        assert_eq!(
+            answer(false, &seen(true, Some(403), None)),
+            told(Told::Failed)
+        );
+        assert_eq!(
+            answer(false, &seen(false, None, None)),
+            RelayAnswer::Unreached
+        );
+        assert_eq!(
+            answer(false, &seen(true, None, None)),
+            RelayAnswer::NoAnswer
+        );
+    }
+}
