@@ -19,10 +19,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use benches::{DRAIN_BATCH, DRAIN_PAYLOAD, Summary, run_token, scratch_root};
+use benches::{BUCKET, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, run_token, scratch_root, start_fake};
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
-use fake_gcs::{FakeGcs, FakeGcsConfig, TokioClock};
 use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
 use relay::{Relay, RelayConfig};
@@ -30,34 +29,10 @@ use spool::{
     Drainer, DrainerConfig, Remote, Spool, SpoolConfig, SystemClock, Uploader, UploaderConfig,
 };
 
-const BUCKET: &str = "bench";
 const WRITERS: [usize; 3] = [1, 4, 16];
 
 /// Store latency of the second pair, in milliseconds.
 const LATENCY_MS: u64 = 20;
-
-/// Starts the fake on `127.0.0.1:<any port>`, serving until the runtime ends;
-/// answering every write after `latency_ms` when it is not zero.
-async fn start_fake(latency_ms: u64) -> (FakeGcs, SocketAddr) {
-    let faults = if latency_ms == 0 {
-        fake_gcs::FaultPlan::none()
-    } else {
-        fake_gcs::FaultPlan::from_toml(&format!(
-            "[[fault]]\nfrom = \"0s\"\nmix = {{ slow = 1.0 }}\nslow = {{ min = \"{latency_ms}ms\", max = \"{latency_ms}ms\" }}\n"
-        ))
-        .unwrap()
-    };
-    let config = FakeGcsConfig {
-        buckets: vec![BUCKET.to_string()],
-        faults,
-        ..FakeGcsConfig::default()
-    };
-    let fake = FakeGcs::new(config, Arc::new(TokioClock::start())).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(fake.clone().serve_tcp(listener));
-    (fake, addr)
-}
 
 /// The client a service would use, pointed at `endpoint`.
 fn client(endpoint: SocketAddr) -> Arc<dyn ObjectStore> {

@@ -17,12 +17,42 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use fake_gcs::{FakeGcs, FakeGcsConfig, TokioClock};
 use futures::StreamExt;
 use spool::entry;
 use spool::layout::{ENTRIES_DIR, entry_file_name};
 use spool::metrics::DrainOutcome;
 use spool::testing::FlakyStore;
 use spool::{Drainer, DrainerConfig, Remote, Spool, SpoolConfig};
+
+/// The bucket every bench writes to.
+pub const BUCKET: &str = "bench";
+
+/// Starts the fake on `127.0.0.1:<any port>`, serving until the runtime ends, with
+/// [`BUCKET`]; answering every write after `latency_ms` (its `slow` fault) when that
+/// is not zero, about what Cloud Storage takes.
+pub async fn start_fake(latency_ms: u64) -> (FakeGcs, std::net::SocketAddr) {
+    let faults = if latency_ms == 0 {
+        fake_gcs::FaultPlan::none()
+    } else {
+        fake_gcs::FaultPlan::from_toml(&format!(
+            "[[fault]]\nfrom = \"0s\"\nmix = {{ slow = 1.0 }}\nslow = {{ min = \"{latency_ms}ms\", max = \"{latency_ms}ms\" }}\n"
+        ))
+        .expect("a valid fault plan")
+    };
+    let config = FakeGcsConfig {
+        buckets: vec![BUCKET.to_string()],
+        faults,
+        ..FakeGcsConfig::default()
+    };
+    let fake = FakeGcs::new(config, Arc::new(TokioClock::start())).expect("the fake starts");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let addr = listener.local_addr().expect("its address");
+    tokio::spawn(fake.clone().serve_tcp(listener));
+    (fake, addr)
+}
 
 /// Spool sizes to measure: 1k, 10k, 100k, and 1M with `SPOOL_BENCH_LARGE=1`.
 pub fn backlog_sizes() -> Vec<u64> {
@@ -183,11 +213,18 @@ impl Backlog {
         let started = std::time::Instant::now();
         let drainer = Drainer::start(spool.clone(), remote, config);
         store.wait_for_puts(puts_at_end).await;
+        let uploaded = started.elapsed();
         // At most `workers` removals are still in flight: wait for them briefly.
         while spool.stats().files > files_at_end {
             tokio::task::yield_now().await;
         }
         let elapsed = started.elapsed();
+        if std::env::var_os("DRAIN_TRACE").is_some() {
+            eprintln!(
+                "drain w={workers} uploaded {:?} removed {:?}",
+                uploaded, elapsed
+            );
+        }
         drainer.shutdown().await;
         elapsed
     }

@@ -64,8 +64,8 @@ pub trait Disk: Send + Sync + 'static {
             self.rename(tmp, path).await
         })
     }
-    /// Removes every file in `paths`, in order, as one call; one result per path.
-    /// Not durable until the directories are synced.
+    /// Removes every file in `paths`, in any order, as one call; one result per
+    /// path, in the order of `paths`. Not durable until the directories are synced.
     fn remove_all<'a>(&'a self, paths: &'a [PathBuf]) -> DiskFuture<'a, Vec<io::Result<()>>> {
         Box::pin(async move {
             let mut results = Vec::with_capacity(paths.len());
@@ -144,11 +144,23 @@ impl Disk for StdDisk {
         }))
     }
 
+    /// A large batch is split over up to [`REMOVE_THREADS`] blocking threads: an
+    /// `unlink` mostly waits (for the file system's journal), and several waits
+    /// overlap. Measured in BENCHMARKS.md (the drain over HTTP).
     fn remove_all<'a>(&'a self, paths: &'a [PathBuf]) -> DiskFuture<'a, Vec<io::Result<()>>> {
-        let paths = paths.to_vec();
-        Box::pin(blocking(move || {
-            Ok(paths.iter().map(std::fs::remove_file).collect())
-        }))
+        let chunk = paths.len().div_ceil(REMOVE_THREADS).max(REMOVE_CHUNK_MIN);
+        let removals = paths.chunks(chunk.max(1)).map(|chunk| {
+            let chunk = chunk.to_vec();
+            blocking(move || Ok(chunk.iter().map(std::fs::remove_file).collect::<Vec<_>>()))
+        });
+        Box::pin(async move {
+            let mut results = Vec::with_capacity(paths.len());
+            for chunk in futures::future::join_all(removals).await {
+                results.extend(chunk?);
+            }
+            debug_assert_eq!(results.len(), paths.len());
+            Ok(results)
+        })
     }
 
     fn rename<'a>(&'a self, from: &'a Path, to: &'a Path) -> DiskFuture<'a, ()> {
@@ -180,7 +192,7 @@ impl Disk for StdDisk {
 
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>> {
         let path = path.to_path_buf();
-        Box::pin(blocking(move || std::fs::read(path)))
+        Box::pin(blocking(move || read_noatime(&path)))
     }
 
     fn remove<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()> {
@@ -192,6 +204,37 @@ impl Disk for StdDisk {
         let path = path.to_path_buf();
         Box::pin(blocking(move || lock_file(&path).map(DiskLock::new)))
     }
+}
+
+/// Most blocking threads one [`Disk::remove_all`] uses at once.
+const REMOVE_THREADS: usize = 4;
+/// Fewest removals worth a blocking thread of their own.
+const REMOVE_CHUNK_MIN: usize = 8;
+
+/// Reads all of `path` without updating its access time where the platform allows:
+/// a fresh entry's first read would otherwise dirty its inode, a journal write that
+/// can wait behind another process's fsync. Files the process does not own (where
+/// Linux refuses `O_NOATIME`) are read the ordinary way.
+fn read_noatime(path: &Path) -> io::Result<Vec<u8>> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        match File::options()
+            .read(true)
+            .custom_flags(libc::O_NOATIME)
+            .open(path)
+        {
+            Ok(mut file) => {
+                let mut data = Vec::with_capacity(file.metadata().map_or(0, |m| m.len() as usize));
+                file.read_to_end(&mut data)?;
+                return Ok(data);
+            }
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {}
+            Err(e) => return Err(e),
+        }
+    }
+    std::fs::read(path)
 }
 
 fn write_synced(path: &Path, data: &[u8]) -> io::Result<()> {

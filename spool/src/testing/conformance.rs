@@ -3,7 +3,7 @@
 //! disk in `sim`. Each function panics with a message naming the broken rule.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
@@ -16,6 +16,7 @@ pub async fn run_all(disk: &dyn Disk, root: &Path) {
     rename_replaces_the_target(disk, &root.join("rename")).await;
     errors_name_missing_files(disk, &root.join("missing")).await;
     second_lock_is_refused_until_the_first_is_dropped(disk, &root.join("lock")).await;
+    remove_all_answers_per_path_in_order(disk, &root.join("remove_all")).await;
 }
 
 async fn fresh(disk: &dyn Disk, dir: &Path) {
@@ -110,4 +111,39 @@ pub async fn second_lock_is_refused_until_the_first_is_dropped(disk: &dyn Disk, 
     assert_eq!(err.kind(), io::ErrorKind::WouldBlock, "{err}");
     drop(first);
     disk.lock(&path).await.expect("lock after release");
+}
+
+/// `remove_all` of a large batch removes every file and answers one result per path,
+/// in the order given, whatever order it removed them in: a missing file's
+/// `NotFound` stays at its own place.
+pub async fn remove_all_answers_per_path_in_order(disk: &dyn Disk, dir: &Path) {
+    fresh(disk, dir).await;
+    let paths: Vec<PathBuf> = (0..100).map(|i| dir.join(format!("f{i:03}"))).collect();
+    for (i, path) in paths.iter().enumerate() {
+        if i % 7 != 3 {
+            disk.create_synced(path, Bytes::from(vec![i as u8; 10]))
+                .await
+                .unwrap();
+        }
+    }
+    let results = disk.remove_all(&paths).await.expect("remove_all");
+    assert_eq!(results.len(), paths.len(), "one result per path");
+    for (i, result) in results.iter().enumerate() {
+        match result {
+            Ok(()) => assert!(
+                i % 7 != 3,
+                "{}: removed a file never created",
+                paths[i].display()
+            ),
+            Err(e) => assert!(
+                i % 7 == 3 && e.kind() == std::io::ErrorKind::NotFound,
+                "{}: {e}",
+                paths[i].display()
+            ),
+        }
+    }
+    assert!(
+        disk.list(dir).await.unwrap().is_empty(),
+        "files left behind"
+    );
 }
