@@ -11,7 +11,7 @@
 //! | `callers_told_and_counted` | no caller is left without an answer, and each boot's `uploads_total` equals what its callers were told (with the relay: its counters over all its boots, less answers lost to a process that died) |
 //! | `unknown_only_at_crashes` | writes without an answer exist only where a process died mid-upload |
 //! | `spool_ends_empty` | every spool is empty at the end, or the store was still failing (explained) or the drain was still progressing (explained) |
-//! | `gauges_match_disk_after_reopen` | after every open, `spool_files`/`spool_bytes` equal the entry files on the simulated disk |
+//! | `gauges_match_disk_after_reopen` | after every open, `spool_files`/`spool_bytes` equal the entry files on the simulated disk; the final inventory's reopen (faults off) succeeds |
 //! | `set_aside_only_for_a_reason` | an acknowledged write is dead-lettered only when the store refused it for good (poison, or a conflict), quarantined only when the disk damaged its file, and no poison object is in the bucket |
 //! | `conflicts_caught` | a write whose name another writer took first with other bytes is never told stored and never removed from a spool as if it had landed: its caller is told rejected, or it is dead-lettered (or still pending) |
 //!
@@ -850,8 +850,18 @@ fn gauges_match_disk(run: &RunOutput) -> Invariant {
         .iter()
         .filter(|c| c.open_error.is_some())
         .count();
-    let status = if !mismatches.is_empty() {
-        Status::Failed(mismatches.join("; "))
+    // The final reopen runs with the disk's faults off: nothing excuses a failure.
+    let failed_final: Vec<String> = run
+        .recorder
+        .inventories
+        .iter()
+        .filter_map(|(host, i)| {
+            let error = i.open_error.as_ref()?;
+            Some(format!("host {host}: the final reopen failed: {error}"))
+        })
+        .collect();
+    let status = if !mismatches.is_empty() || !failed_final.is_empty() {
+        Status::Failed([mismatches, failed_final].concat().join("; "))
     } else if failed_opens > 0 {
         Status::Explained(format!(
             "{failed_opens} opens failed on disk errors and were retried; every open that succeeded matched the disk"

@@ -299,9 +299,13 @@ impl SimDisk {
         s.fs.read(ino)
     }
 
-    /// Turns faults off for good (for the final inventory).
+    /// Turns faults off for good (for the final inventory): the injected errors,
+    /// and the crash points the run did not reach, which would otherwise freeze the
+    /// inventory's reopen at its k-th operation with no one left to crash the host.
     pub fn stop_faults(&self) {
-        self.lock_state().config.faults = FaultRates::default();
+        let mut s = self.lock_state();
+        s.config.faults = FaultRates::default();
+        s.crash_points.clear();
     }
 
     /// One primitive operation: yields first, so that other tasks interleave; stops
