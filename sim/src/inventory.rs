@@ -126,8 +126,8 @@ mod tests {
     use super::*;
     use crate::simdisk::DiskConfig;
 
-    /// A disk with one entry written through the spool, and the number of
-    /// operations that took.
+    /// A disk with one entry written through the spool (its operations counted in
+    /// `SimDisk::ops`).
     fn disk_with_one_entry(config: &SpoolConfig) -> SimDisk {
         let disk = SimDisk::new(DiskConfig::default(), 7);
         let runtime = tokio::runtime::Builder::new_current_thread()
