@@ -12,36 +12,30 @@
 //! under `perf record` or `perf trace -s` with it set.
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use benches::{Backlog, DRAIN_BATCH, Summary, backlog_sizes, mark_clean};
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use benches::{
+    Backlog, DRAIN_BATCH, Summary, backlog_sizes, batch_group, mark_clean, timed_batches,
+};
+use criterion::{BenchmarkId, Criterion};
 use spool::testing::{FlakyStore, Mode};
 
 const WORKERS: [usize; 3] = [1, 4, 16];
 
 fn drain(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let mut group = c.benchmark_group("drain");
-    group
-        .sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4));
-    group.throughput(Throughput::Elements(DRAIN_BATCH));
+    let mut group = batch_group(c, "drain");
     for backlog in backlog_sizes() {
         let (mut rig, dir) = Backlog::open(&rt, "drain", backlog);
         for workers in WORKERS {
             let id = BenchmarkId::new(format!("{workers}w"), backlog);
             group.bench_with_input(id, &workers, |b, &workers| {
                 b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
+                    timed_batches(iters, || {
                         rt.block_on(rig.refill());
                         let store = FlakyStore::new(Mode::Healthy);
-                        total += rt.block_on(rig.drain(&store, workers, DRAIN_BATCH));
-                    }
-                    total
+                        rt.block_on(rig.drain(&store, workers, DRAIN_BATCH))
+                    })
                 })
             });
         }

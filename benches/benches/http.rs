@@ -28,10 +28,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use benches::{
-    BUCKET, Backlog, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, mark_clean, run_token, start_fake,
+    BUCKET, Backlog, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, batch_group, mark_clean, run_token,
+    start_fake, timed_batches,
 };
 use bytes::Bytes;
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use criterion::{BenchmarkId, Criterion};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
@@ -68,65 +69,47 @@ fn http(c: &mut Criterion) {
     };
     let mut bare_seq = 0u64;
 
-    let mut group = c.benchmark_group("http");
-    group
-        .sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4));
-    group.throughput(Throughput::Elements(DRAIN_BATCH));
-    for workers in WORKERS {
-        let id = BenchmarkId::new("object_store", workers);
-        group.bench_with_input(id, &workers, |b, &workers| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    rt.block_on(rig.refill());
-                    total += rt.block_on(rig.drain(&store, workers, DRAIN_BATCH));
-                }
-                total
-            })
-        });
-        let id = BenchmarkId::new("put_loop", workers);
-        group.bench_with_input(id, &workers, |b, &workers| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    total += rt.block_on(put_loop(&store, &bare, workers, bare_seq));
-                    bare_seq += DRAIN_BATCH;
-                }
-                total
-            })
-        });
-        let mut conns = rt.block_on(bare.connect(workers));
-        let id = BenchmarkId::new("bare_hyper", workers);
-        group.bench_with_input(id, &workers, |b, _| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    total += rt.block_on(bare.put_batch(&mut conns, bare_seq));
-                    bare_seq += DRAIN_BATCH;
-                }
-                total
-            })
-        });
-    }
-    let latency = format!("{LATENCY_MS}ms");
-    for (name, store) in [("object_store", &slow_store), ("put_loop", &slow_store)] {
-        let id = BenchmarkId::new(format!("{name}_{latency}"), LATENCY_WORKERS);
+    let mut group = batch_group(c, "http");
+    // (suffix of the ids, store, workers): loopback at each worker count, then the
+    // store answering in LATENCY_MS.
+    let latency = format!("_{LATENCY_MS}ms");
+    let cases = WORKERS.map(|w| ("", &store, w)).into_iter().chain([(
+        latency.as_str(),
+        &slow_store,
+        LATENCY_WORKERS,
+    )]);
+    for (suffix, store, workers) in cases {
+        let id = BenchmarkId::new(format!("object_store{suffix}"), workers);
         group.bench_function(id, |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    if name == "put_loop" {
-                        total += rt.block_on(put_loop(store, &bare, LATENCY_WORKERS, bare_seq));
-                        bare_seq += DRAIN_BATCH;
-                    } else {
-                        rt.block_on(rig.refill());
-                        total += rt.block_on(rig.drain(store, LATENCY_WORKERS, DRAIN_BATCH));
-                    }
-                }
-                total
+                timed_batches(iters, || {
+                    rt.block_on(rig.refill());
+                    rt.block_on(rig.drain(store, workers, DRAIN_BATCH))
+                })
+            })
+        });
+        let id = BenchmarkId::new(format!("put_loop{suffix}"), workers);
+        group.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                timed_batches(iters, || {
+                    let first = bare_seq;
+                    bare_seq += DRAIN_BATCH;
+                    rt.block_on(put_loop(store, &bare, workers, first))
+                })
+            })
+        });
+        if !suffix.is_empty() {
+            continue;
+        }
+        let mut conns = rt.block_on(bare.connect(workers));
+        let id = BenchmarkId::new("bare_hyper", workers);
+        group.bench_function(id, |b| {
+            b.iter_custom(|iters| {
+                timed_batches(iters, || {
+                    let first = bare_seq;
+                    bare_seq += DRAIN_BATCH;
+                    rt.block_on(bare.put_batch(&mut conns, first))
+                })
             })
         });
     }

@@ -19,9 +19,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use benches::{BUCKET, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, run_token, scratch_root, start_fake};
+use benches::{
+    BUCKET, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, batch_group, run_token, scratch_root, start_fake,
+    timed_batches,
+};
 use bytes::Bytes;
-use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+use criterion::{BenchmarkId, Criterion};
 use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
 use relay::{Relay, RelayConfig};
@@ -115,25 +118,18 @@ fn relay(c: &mut Criterion) {
     ];
     let mut next = 0u64;
 
-    let mut group = c.benchmark_group("relay");
-    group
-        .sample_size(10)
-        .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(4));
-    group.throughput(Throughput::Elements(DRAIN_BATCH));
+    let mut group = batch_group(c, "relay");
     for (label, store, writer_counts) in &pairs {
         for &writers in *writer_counts {
             let id = BenchmarkId::new(*label, writers);
             let prefix = format!("{token}/{label}");
             group.bench_with_input(id, &writers, |b, &writers| {
                 b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        total += rt.block_on(write_batch(store, &prefix, writers, next));
+                    timed_batches(iters, || {
+                        let first = next;
                         next += DRAIN_BATCH;
-                    }
-                    total
+                        rt.block_on(write_batch(store, &prefix, writers, first))
+                    })
                 })
             });
         }

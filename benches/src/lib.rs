@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput};
 use fake_gcs::{FakeGcs, FakeGcsConfig, TokioClock};
 use futures::StreamExt;
 use spool::entry;
@@ -141,6 +143,26 @@ pub fn run_token() -> String {
 pub const DRAIN_BATCH: u64 = 500;
 /// Payload of every drained entry.
 pub const DRAIN_PAYLOAD: usize = 1024;
+
+/// The criterion group of the batch benches (drain, http, relay): ten samples of
+/// whole batches (flat sampling), 1 s of warm-up, 4 s of measuring, rates counted in
+/// the [`DRAIN_BATCH`] entries of a batch.
+pub fn batch_group<'a>(c: &'a mut Criterion, name: &str) -> BenchmarkGroup<'a, WallTime> {
+    let mut group = c.benchmark_group(name);
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4))
+        .throughput(Throughput::Elements(DRAIN_BATCH));
+    group
+}
+
+/// The body of criterion's `iter_custom` for batches: `iters` calls of `batch`, each
+/// returning its own timed part (set-up it does untimed is not counted), summed.
+pub fn timed_batches(iters: u64, mut batch: impl FnMut() -> Duration) -> Duration {
+    (0..iters).map(|_| batch()).sum()
+}
 
 /// A spool kept at a fixed backlog: refilled (untimed, through durable puts) after
 /// every timed batch.

@@ -49,11 +49,7 @@ pub struct Inventory {
 pub fn take(disk: &SimDisk, config: &SpoolConfig, now_unix_ms: u64) -> Inventory {
     disk.power_loss();
     disk.stop_faults();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .expect("a current-thread runtime");
+    let runtime = paused_runtime();
     let read =
         async { tokio::time::timeout(REOPEN_LIMIT, read_all(disk, config, now_unix_ms)).await };
     runtime.block_on(read).unwrap_or_else(|_| Inventory {
@@ -62,6 +58,16 @@ pub fn take(disk: &SimDisk, config: &SpoolConfig, now_unix_ms: u64) -> Inventory
         )),
         ..Inventory::default()
     })
+}
+
+/// A runtime of its own, outside turmoil, whose time moves only when every task
+/// waits.
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime")
 }
 
 /// How long, in the inventory's paused time, reading a disk may take: far more than
@@ -130,12 +136,7 @@ mod tests {
     /// `SimDisk::ops`).
     fn disk_with_one_entry(config: &SpoolConfig) -> SimDisk {
         let disk = SimDisk::new(DiskConfig::default(), 7);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
-        runtime.block_on(async {
+        paused_runtime().block_on(async {
             let (spool, _) = Spool::open_with(
                 Path::new(SPOOL_DIR),
                 config.clone(),

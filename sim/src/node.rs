@@ -183,7 +183,7 @@ async fn open_spool(
                 let stats = spool.stats();
                 check.gauges = (stats.files, stats.bytes);
                 check.on_disk =
-                    entries_on_disk(&control.disk, &dir.join(spool::layout::ENTRIES_DIR)).await;
+                    entries_on_disk(&control.disk, &dir.join(spool::layout::ENTRIES_DIR));
                 shared.recorder().reopens.push(check);
                 return Some(spool);
             }
@@ -204,7 +204,7 @@ async fn open_spool(
 
 /// Entry files in `dir` and their total size, read straight from the simulated disk
 /// (the file sizes, not what their names say).
-async fn entries_on_disk(disk: &SimDisk, dir: &Path) -> (u64, u64) {
+fn entries_on_disk(disk: &SimDisk, dir: &Path) -> (u64, u64) {
     disk.file_sizes(dir)
         .into_iter()
         .filter(|(name, _)| spool::layout::parse_seq(name).is_some())
