@@ -6,8 +6,18 @@
 //! crash come later and are left out). Criterion's throughput is in simulated
 //! seconds, so its "elem/s" is simulated seconds per second.
 //!
+//! Beside the slice, its baseline in the same run: `bare_hyper-90m`, the least a
+//! request over turmoil can cost. The same turmoil network (tick, latency, seed) for
+//! the same 90 simulated minutes at the workload's rate, but nothing of the bench's
+//! own: a client host sends `PUT`s with bodies of the workload's mean size over four
+//! keep-alive connections made with hyper's connection API, and a hyper server on a
+//! second host reads each body and answers 200 with no body. No spool, no
+//! `object_store` client, no fake Cloud Storage, no disk: turmoil's step, its TCP and
+//! hyper.
+//!
 //! Runs on mimalloc, as the `sim` binary does. After the run, the wall time per step
-//! and per object-store request is printed beside each figure.
+//! and per request is printed beside each figure, and the slice's cost per request
+//! over the baseline's.
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
 use std::cell::Cell;
@@ -15,7 +25,10 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use benches::{Summary, estimate};
+use bytes::Bytes;
 use criterion::{BatchSize, Criterion, SamplingMode, Throughput};
+use http_body_util::{BodyExt, Empty, Full};
+use hyper_util::rt::TokioIo;
 use sim::scenario::Scenario;
 
 #[global_allocator]
@@ -55,6 +68,80 @@ fn us_central1_slice() -> Scenario {
     .unwrap();
     assert_eq!(slice.duration, SLICE);
     slice
+}
+
+/// Connections of the bare loop, each sending every `CONNECTIONS / rate` seconds: at
+/// 50 writes/s one request per 80 ms, longer than the slowest round trip (2 x 15 ms),
+/// so no request queues behind another.
+const CONNECTIONS: u64 = 4;
+const BARE_PORT: u16 = 80;
+
+/// The baseline: `PUT`s at the slice's rate, over its network, with nothing but hyper
+/// on either end. Returns the steps and requests of the run.
+fn bare_hyper(scenario: &Scenario) -> Work {
+    let mut builder = turmoil::Builder::new();
+    builder
+        .tick_duration(scenario.tick)
+        .simulation_duration(scenario.duration + Duration::from_secs(60))
+        .rng_seed(scenario.seed)
+        .min_message_latency(scenario.network.min_latency)
+        .max_message_latency(scenario.network.max_latency)
+        .tcp_capacity(16_384);
+    let mut sim = builder.build();
+    sim.host("server", || async {
+        let listener = turmoil::net::TcpListener::bind(("0.0.0.0", BARE_PORT)).await?;
+        loop {
+            let (stream, _) = listener.accept().await?;
+            tokio::spawn(async move {
+                let answer = hyper::service::service_fn(
+                    |request: hyper::Request<hyper::body::Incoming>| async {
+                        request.into_body().collect().await?;
+                        Ok::<_, hyper::Error>(hyper::Response::new(Empty::<Bytes>::new()))
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), answer)
+                    .await;
+            });
+        }
+    });
+    let interval = Duration::from_secs_f64(CONNECTIONS as f64 / scenario.workload.rate);
+    let per_connection = (scenario.duration.as_secs_f64() / interval.as_secs_f64()) as u64;
+    let body = Bytes::from(vec![0xa5; scenario.workload.size.mean() as usize]);
+    sim.client("client", async move {
+        let connections = (0..CONNECTIONS).map(|c| {
+            let body = body.clone();
+            async move {
+                let stream = turmoil::net::TcpStream::connect(("server", BARE_PORT)).await?;
+                let (mut sender, connection) =
+                    hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+                tokio::spawn(connection);
+                let start = tokio::time::Instant::now() + interval * c as u32 / CONNECTIONS as u32;
+                for i in 0..per_connection {
+                    tokio::time::sleep_until(start + interval * i as u32).await;
+                    let request = hyper::Request::put(format!("/bucket/o/{c}/{i:010}"))
+                        .header(hyper::header::HOST, "server")
+                        .body(Full::new(body.clone()))?;
+                    let response = sender.send_request(request).await?;
+                    assert_eq!(response.status(), 200);
+                    response.into_body().collect().await?;
+                }
+                Ok::<_, Box<dyn std::error::Error>>(())
+            }
+        });
+        for result in futures::future::join_all(connections).await {
+            result?;
+        }
+        Ok(())
+    });
+    let mut steps = 0;
+    while !sim.step().expect("the bare loop runs") {
+        steps += 1;
+    }
+    Work {
+        steps,
+        requests: CONNECTIONS * per_connection,
+    }
 }
 
 /// What one run did, to turn a median into cost per step and per request.
@@ -100,6 +187,14 @@ fn simulation(c: &mut Criterion) -> Vec<(&'static str, Work)> {
         });
         work.push((label, last.get()));
     }
+    let slice = us_central1_slice();
+    group.measurement_time(Duration::from_secs(40));
+    group.throughput(Throughput::Elements(slice.duration.as_secs()));
+    let last = Cell::new(Work::default());
+    group.bench_function("bare_hyper-90m", |b| {
+        b.iter(|| last.set(bare_hyper(&slice)))
+    });
+    work.push(("bare_hyper-90m", last.get()));
     group.finish();
     work
 }
@@ -110,6 +205,7 @@ fn summary(since: SystemTime, work: &[(&str, Work)]) {
         table = table.row(label, ["simulation", label, ""], None);
     }
     table.print();
+    let mut per_request = std::collections::BTreeMap::new();
     for (label, work) in work {
         let Some(e) = estimate(["simulation", label, ""], since) else {
             continue;
@@ -117,12 +213,22 @@ fn summary(since: SystemTime, work: &[(&str, Work)]) {
         if work.steps == 0 {
             continue;
         }
+        let us_per_request = e.median_ns / 1e3 / work.requests.max(1) as f64;
+        per_request.insert(*label, us_per_request);
         println!(
-            "  {label}: {} steps, {} requests a run; {:.1} us wall per step, {:.1} us per request",
+            "  {label}: {} steps, {} requests a run; {:.1} us wall per step, {us_per_request:.1} us per request",
             work.steps,
             work.requests,
             e.median_ns / 1e3 / work.steps as f64,
-            e.median_ns / 1e3 / work.requests.max(1) as f64,
+        );
+    }
+    if let (Some(slice), Some(bare)) = (
+        per_request.get("us-central1-90m"),
+        per_request.get("bare_hyper-90m"),
+    ) {
+        println!(
+            "  us-central1-90m per request / bare_hyper-90m per request: {:.2}",
+            slice / bare
         );
     }
 }
