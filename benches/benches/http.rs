@@ -17,7 +17,10 @@
 //! is the limit, as in production, rather than this machine's two cores.
 //!
 //! After the run a table gives the rates and their ratios. `DRAIN_TRACE=1` prints,
-//! for every drained batch, when its last upload and its last removal finished.
+//! for every drained batch, when its last upload and its last removal finished, and
+//! for every drained and `put_loop` batch the process's CPU time in it (summed over
+//! many batches, CPU per entry: what the drain's disk work costs on top of the
+//! client's).
 //!
 //! Client, server and drainer share this process's two tokio worker threads (and the
 //! machine's cores): the figures are for the whole loop, not the client alone.
@@ -94,7 +97,13 @@ fn http(c: &mut Criterion) {
                 timed_batches(iters, || {
                     let first = bare_seq;
                     bare_seq += DRAIN_BATCH;
-                    rt.block_on(put_loop(store, &bare, workers, first))
+                    let cpu_at_start = benches::process_cpu();
+                    let elapsed = rt.block_on(put_loop(store, &bare, workers, first));
+                    if benches::tracing_batches() {
+                        let cpu = benches::process_cpu().saturating_sub(cpu_at_start);
+                        eprintln!("put_loop w={workers} took {elapsed:?} cpu {cpu:?}");
+                    }
+                    elapsed
                 })
             })
         });
