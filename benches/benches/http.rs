@@ -101,7 +101,11 @@ fn http(c: &mut Criterion) {
                     let elapsed = rt.block_on(put_loop(store, &bare, workers, first));
                     if benches::tracing_batches() {
                         let cpu = benches::process_cpu().saturating_sub(cpu_at_start);
-                        eprintln!("put_loop w={workers} took {elapsed:?} cpu {cpu:?}");
+                        eprintln!(
+                            "put_loop w={workers} took {:.1} ms cpu {} ms",
+                            elapsed.as_secs_f64() * 1e3,
+                            cpu.as_millis()
+                        );
                     }
                     elapsed
                 })

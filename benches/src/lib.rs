@@ -243,9 +243,12 @@ impl Backlog {
         }
         let elapsed = started.elapsed();
         if tracing_batches() {
+            let cpu = process_cpu().saturating_sub(cpu_at_start);
             eprintln!(
-                "drain w={workers} uploaded {uploaded:?} removed {elapsed:?} cpu {:?}",
-                process_cpu().saturating_sub(cpu_at_start)
+                "drain w={workers} uploaded {:.1} ms removed {:.1} ms cpu {} ms",
+                uploaded.as_secs_f64() * 1e3,
+                elapsed.as_secs_f64() * 1e3,
+                cpu.as_millis()
             );
         }
         drainer.shutdown().await;
