@@ -281,11 +281,13 @@ pub fn tracing_batches() -> bool {
 /// architectures); zero where there is no `/proc`. Over a batch of tens of
 /// milliseconds one figure is coarse: compare sums over many batches.
 pub fn process_cpu() -> Duration {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return Duration::ZERO;
-    };
-    // Fields after the command name (which may hold spaces) in parentheses:
-    // utime and stime are the 12th and 13th.
+    std::fs::read_to_string("/proc/self/stat").map_or(Duration::ZERO, |stat| cpu_of_stat(&stat))
+}
+
+/// utime plus stime of a `/proc/<pid>/stat` line, at 100 ticks a second.
+fn cpu_of_stat(stat: &str) -> Duration {
+    // Fields after the command name (in parentheses, and it may hold spaces and
+    // parentheses): the state is the 3rd field, utime and stime the 14th and 15th.
     let after_name = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
     let ticks: u64 = after_name
         .split_whitespace()
@@ -481,4 +483,27 @@ impl Summary {
 #[allow(clippy::disallowed_methods)] // benches measure real time
 pub fn started() -> SystemTime {
     SystemTime::now()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_utime_plus_stime_whatever_the_command_name() {
+        // proc(5): pid (comm) state ppid pgrp session tty_nr tpgid flags minflt
+        // cminflt majflt cmajflt utime stime cutime cstime ...
+        let stat = "4242 (http) (x) y) S 1 4242 4242 0 -1 4194560 900 0 0 0 37 5 2 1 20 0 3";
+        assert_eq!(cpu_of_stat(stat), Duration::from_millis(420));
+        assert_eq!(cpu_of_stat("garbage"), Duration::ZERO);
+    }
+
+    #[test]
+    fn this_process_has_used_some_cpu() {
+        let spin: u64 = (0..20_000_000u64).fold(0, |a, i| a.wrapping_add(i * i));
+        std::hint::black_box(spin);
+        if Path::new("/proc/self/stat").exists() {
+            assert!(process_cpu() > Duration::ZERO);
+        }
+    }
 }
