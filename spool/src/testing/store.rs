@@ -29,6 +29,10 @@ pub enum Mode {
     CommitThenFail,
     /// Writes never answer.
     Hang,
+    /// Writes wait at a gate until [`FlakyStore::let_through`] lets them on, one
+    /// permit each, then land as when healthy: a test knows when a write reached the
+    /// store ([`FlakyStore::wait_for_attempts`]) and decides when it completes.
+    Gated,
 }
 
 /// An object store that can be broken and healed, counting write attempts and
@@ -45,6 +49,8 @@ pub struct FlakyStore {
     puts: AtomicU64,
     wake_at: AtomicU64,
     reached: tokio::sync::Notify,
+    attempted: tokio::sync::Notify,
+    gate: tokio::sync::Semaphore,
 }
 
 impl FlakyStore {
@@ -63,6 +69,8 @@ impl FlakyStore {
             puts: AtomicU64::new(0),
             wake_at: AtomicU64::new(u64::MAX),
             reached: tokio::sync::Notify::new(),
+            attempted: tokio::sync::Notify::new(),
+            gate: tokio::sync::Semaphore::new(0),
         })
     }
 
@@ -85,6 +93,25 @@ impl FlakyStore {
             }
             reached.await;
         }
+    }
+
+    /// Waits until `count` writes have been tried, whatever their result.
+    pub async fn wait_for_attempts(&self, count: u64) {
+        loop {
+            let attempted = self.attempted.notified();
+            tokio::pin!(attempted);
+            attempted.as_mut().enable();
+            if self.put_attempts.load(Ordering::SeqCst) >= count {
+                return;
+            }
+            attempted.await;
+        }
+    }
+
+    /// Lets `writes` writes waiting at the gate of [`Mode::Gated`] (or arriving
+    /// later) on to the store.
+    pub fn let_through(&self, writes: usize) {
+        self.gate.add_permits(writes);
     }
 
     fn count_put(&self) {
@@ -151,6 +178,7 @@ impl ObjectStore for FlakyStore {
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
         self.put_attempts.fetch_add(1, Ordering::SeqCst);
+        self.attempted.notify_waiters();
         let poisoned = self
             .poison_prefix
             .lock()
@@ -178,6 +206,13 @@ impl ObjectStore for FlakyStore {
                 Err(connection_refused())
             }
             Mode::Hang => std::future::pending().await,
+            Mode::Gated => {
+                let permit = self.gate.acquire().await.expect("the gate is never closed");
+                permit.forget();
+                let result = self.inner.put_opts(location, payload, opts).await?;
+                self.count_put();
+                Ok(result)
+            }
         }
     }
     async fn put_multipart_opts(
@@ -233,5 +268,33 @@ impl ObjectStore for FlakyStore {
         options: CopyOptions,
     ) -> object_store::Result<()> {
         self.inner.copy_opts(from, to, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use object_store::ObjectStoreExt;
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gated_write_lands_only_once_let_through() {
+        let store = FlakyStore::new(Mode::Gated);
+        let write = tokio::spawn({
+            let store = store.clone();
+            async move { store.put(&"a".into(), Bytes::from("a").into()).await }
+        });
+        store.wait_for_attempts(1).await;
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        assert!(!write.is_finished(), "the write passed a closed gate");
+        assert_eq!(store.puts(), 0);
+
+        store.let_through(1);
+        write.await.unwrap().unwrap();
+        assert_eq!(store.puts(), 1);
+        assert_eq!(
+            store.contents().await,
+            [("a".to_string(), Bytes::from("a"))]
+        );
     }
 }
