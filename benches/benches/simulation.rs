@@ -79,15 +79,7 @@ const BARE_PORT: u16 = 80;
 /// The baseline: `PUT`s at the slice's rate, over its network, with nothing but hyper
 /// on either end. Returns the steps and requests of the run.
 fn bare_hyper(scenario: &Scenario) -> Work {
-    let mut builder = turmoil::Builder::new();
-    builder
-        .tick_duration(scenario.tick)
-        .simulation_duration(scenario.duration + Duration::from_secs(60))
-        .rng_seed(scenario.seed)
-        .min_message_latency(scenario.network.min_latency)
-        .max_message_latency(scenario.network.max_latency)
-        .tcp_capacity(16_384);
-    let mut sim = builder.build();
+    let mut sim = sim::world::build_sim(scenario);
     sim.host("server", || async {
         let listener = turmoil::net::TcpListener::bind(("0.0.0.0", BARE_PORT)).await?;
         loop {

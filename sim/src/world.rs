@@ -408,7 +408,10 @@ impl World {
     }
 }
 
-fn build_sim(scenario: &Scenario) -> turmoil::Sim<'static> {
+/// The turmoil world `scenario` runs in, with no hosts yet: its epoch, tick, seed,
+/// network latency and TCP capacity. The simulation bench builds its bare hyper
+/// baseline on it, so that both measure the same network.
+pub fn build_sim(scenario: &Scenario) -> turmoil::Sim<'static> {
     let mut builder = turmoil::Builder::new();
     builder
         .epoch(scenario.start)
