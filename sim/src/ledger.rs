@@ -3,7 +3,8 @@
 //! the bucket.
 //!
 //! Memory is 20 bytes a write (a 32-hour replay at 50 writes/s issues 5.8M): names
-//! and payloads are not stored but derived from `(host, seq)`.
+//! and payloads are not stored but derived from `(host, seq)`, payloads as windows on
+//! one shared block ([`payload`]).
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -109,20 +110,62 @@ pub struct Ledger {
     hosts: Vec<HostLedger>,
 }
 
-/// The payload of a write: `size` bytes derived from `(seed, host, seq)` by a
-/// SplitMix64 stream (fast, and the same every run).
+/// Payloads of up to this many bytes are windows on one shared block of pseudo-random
+/// bytes; larger ones are generated whole.
+pub const MAX_SHARED_PAYLOAD_BYTES: usize = 4 << 20;
+
+/// Where a shared payload may start: any offset in `0..=SHARED_OFFSETS`.
+const SHARED_OFFSETS: usize = 4 << 20;
+
+/// The payload of a write: `size` bytes derived from `(seed, host, seq)`, the same
+/// every run, and a prefix of the same write's payload of any larger size (up to
+/// [`MAX_SHARED_PAYLOAD_BYTES`]).
+///
+/// A payload is a window at a pseudo-random offset in one block of bytes shared by
+/// every write, not a buffer of its own: the spool keeps a caller's buffer as it is
+/// (`spool::disk::Contents`), so a replay's 1.87M spooled entries hold no payload
+/// bytes of their own, and no write spends time generating one. Two writes of the
+/// same size get the same bytes only when their offsets coincide (one chance in
+/// four million), so a drainer that uploads one entry's bytes under another's name
+/// is still caught by the checker's crc32c.
 pub fn payload(seed: u64, host: u32, seq: u64, size: usize) -> bytes::Bytes {
-    let mut state = seed ^ (u64::from(host) << 48) ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let start = seed ^ (u64::from(host) << 48) ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    if size > MAX_SHARED_PAYLOAD_BYTES {
+        return splitmix_bytes(start, size).into();
+    }
+    let offset = (splitmix(start.wrapping_add(0x9e37_79b9_7f4a_7c15)) % (SHARED_OFFSETS as u64 + 1))
+        as usize;
+    shared_payload_block().slice(offset..offset + size)
+}
+
+/// The block every shared payload is a window on, generated once per process.
+fn shared_payload_block() -> &'static bytes::Bytes {
+    static BLOCK: std::sync::OnceLock<bytes::Bytes> = std::sync::OnceLock::new();
+    BLOCK.get_or_init(|| {
+        splitmix_bytes(
+            0x5350_4f4f_4c50_4159,
+            SHARED_OFFSETS + MAX_SHARED_PAYLOAD_BYTES,
+        )
+        .into()
+    })
+}
+
+/// `size` bytes of the SplitMix64 stream that starts after `state`.
+fn splitmix_bytes(mut state: u64, size: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(size + 8);
     while out.len() < size {
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+        out.extend_from_slice(&splitmix(state).to_le_bytes());
     }
     out.truncate(size);
-    out.into()
+    out
+}
+
+/// SplitMix64's output function.
+fn splitmix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 fn ms(t: Duration) -> u32 {
@@ -237,6 +280,36 @@ mod tests {
         assert_ne!(payload(1, 0, 5, 100), payload(2, 0, 5, 100));
         assert_eq!(payload(1, 0, 5, 13).len(), 13);
         assert_eq!(&payload(1, 0, 5, 100)[..13], &payload(1, 0, 5, 13)[..]);
+    }
+
+    #[test]
+    fn shared_payloads_are_windows_on_one_block_and_large_ones_their_own() {
+        let a = payload(1, 0, 5, 2048);
+        let b = payload(1, 0, 6, 2048);
+        let block = shared_payload_block().as_ptr_range();
+        for p in [&a, &b] {
+            assert!(
+                block.contains(&p.as_ptr()),
+                "a small payload has its own buffer"
+            );
+        }
+        let large = payload(1, 0, 5, MAX_SHARED_PAYLOAD_BYTES + 1);
+        assert_eq!(large.len(), MAX_SHARED_PAYLOAD_BYTES + 1);
+        assert!(!block.contains(&large.as_ptr()));
+        assert_eq!(large, payload(1, 0, 5, MAX_SHARED_PAYLOAD_BYTES + 1));
+        assert_ne!(large, payload(1, 0, 6, MAX_SHARED_PAYLOAD_BYTES + 1));
+    }
+
+    #[test]
+    fn shared_payloads_spread_over_the_block() {
+        // Offsets of 10,000 writes: hardly any two alike, and both ends of the block used.
+        let block = shared_payload_block().as_ptr() as usize;
+        let offsets: BTreeSet<usize> = (0..10_000)
+            .map(|seq| payload(7, 1, seq, 1).as_ptr() as usize - block)
+            .collect();
+        assert!(offsets.len() > 9_980, "{} distinct offsets", offsets.len());
+        assert!(*offsets.first().unwrap() < SHARED_OFFSETS / 100);
+        assert!(*offsets.last().unwrap() > SHARED_OFFSETS / 100 * 99);
     }
 
     #[test]

@@ -33,6 +33,8 @@ use std::borrow::Cow;
 use bytes::{BufMut, Bytes, BytesMut};
 use object_store::{Attribute, AttributeValue, Attributes};
 
+use crate::disk::Contents;
+
 /// The first eight bytes of every entry file.
 pub const MAGIC: [u8; 8] = *b"SPOOLENT";
 /// The format version this code writes.
@@ -284,11 +286,30 @@ pub fn encode(
     attributes: &[u8],
     payload: &[u8],
 ) -> Bytes {
+    encode_pieces(
+        seq,
+        created_unix_ms,
+        name,
+        attributes,
+        Bytes::copy_from_slice(payload),
+    )
+    .to_bytes()
+}
+
+/// Encodes an entry file as two pieces: the header with the name and attributes, then
+/// `payload` itself, not copied (what a put hands to [`crate::Disk`]).
+pub fn encode_pieces(
+    seq: u64,
+    created_unix_ms: u64,
+    name: &str,
+    attributes: &[u8],
+    payload: Bytes,
+) -> Contents {
     let name_len = u16::try_from(name.len()).expect("object names are checked to be <= 1024 bytes");
     let attribute_len =
         u32::try_from(attributes.len()).expect("attributes are checked to be <= 8 KiB");
-    let total = file_bytes(name.len(), attributes.len(), payload.len() as u64) as usize;
-    let mut buf = BytesMut::with_capacity(total);
+    let head_len = FIXED_HEADER_BYTES + name.len() + attributes.len();
+    let mut buf = BytesMut::with_capacity(head_len);
     buf.put_slice(&MAGIC);
     buf.put_u16_le(FORMAT_VERSION);
     buf.put_u16_le(name_len);
@@ -296,7 +317,7 @@ pub fn encode(
     buf.put_u64_le(seq);
     buf.put_u64_le(created_unix_ms);
     buf.put_u64_le(payload.len() as u64);
-    buf.put_u32_le(crc32c::crc32c(payload));
+    buf.put_u32_le(crc32c::crc32c(&payload));
     let header_crc = crc32c::crc32c_append(
         crc32c::crc32c_append(crc32c::crc32c(&buf[..44]), name.as_bytes()),
         attributes,
@@ -304,9 +325,13 @@ pub fn encode(
     buf.put_u32_le(header_crc);
     buf.put_slice(name.as_bytes());
     buf.put_slice(attributes);
-    buf.put_slice(payload);
-    debug_assert_eq!(buf.len(), total);
-    buf.freeze()
+    debug_assert_eq!(buf.len(), head_len);
+    let contents = Contents::new(buf.freeze(), payload);
+    debug_assert_eq!(
+        contents.len() as u64,
+        file_bytes(name.len(), attributes.len(), contents.body.len() as u64)
+    );
+    contents
 }
 
 /// Decodes and checks the header, without reading or hashing the payload. Returns
@@ -426,6 +451,21 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn an_entry_in_pieces_is_the_flat_entry_and_keeps_the_callers_payload() {
+        let payload = Bytes::from_static(b"the caller's bytes");
+        let pieces = encode_pieces(3, 17, "a/b", &[], payload.clone());
+        assert_eq!(
+            pieces.body.as_ptr(),
+            payload.as_ptr(),
+            "the payload was copied"
+        );
+        assert_eq!(pieces.to_bytes(), encode(3, 17, "a/b", &[], &payload));
+        let (header, body) = decode(pieces.to_bytes()).unwrap();
+        assert_eq!((header.seq, header.payload_len), (3, payload.len() as u64));
+        assert_eq!(body, payload);
+    }
 
     fn attributes() -> Attributes {
         let mut a = Attributes::new();

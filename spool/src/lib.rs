@@ -61,7 +61,7 @@ pub mod uploader;
 
 pub use backoff::{BackoffConfig, Jitter};
 pub use clock::{Clock, SystemClock};
-pub use disk::{Disk, StdDisk};
+pub use disk::{Contents, Disk, StdDisk};
 pub use drainer::{Drainer, DrainerConfig};
 pub use error::{FullReason, OpenError, PutError, StoreError, UploadError};
 pub use metrics::Metrics;

@@ -28,9 +28,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use bytes::{Bytes, BytesMut};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use spool::disk::Contents;
 
 /// An inode number.
 pub type Ino = u64;
@@ -46,8 +46,8 @@ pub enum Node {
 
 #[derive(Debug, Clone)]
 struct File {
-    live: Bytes,
-    durable: Bytes,
+    live: Contents,
+    durable: Contents,
     /// An fsync of this file failed: its dirty data was dropped and no later fsync
     /// writes it.
     writeback_lost: bool,
@@ -275,8 +275,8 @@ impl Fs {
         self.files.insert(
             ino,
             File {
-                live: Bytes::new(),
-                durable: Bytes::new(),
+                live: Contents::default(),
+                durable: Contents::default(),
                 writeback_lost: false,
                 unreadable: false,
                 live_links: 0,
@@ -318,17 +318,8 @@ impl Fs {
         Ok(())
     }
 
-    /// Appends `data` to the live copy of `ino`.
-    pub fn append(&mut self, ino: Ino, data: &[u8]) {
-        let file = self.files.get_mut(&ino).expect("open inode");
-        let mut live = BytesMut::from(&file.live[..]);
-        live.extend_from_slice(data);
-        file.live = live.freeze();
-        self.used_bytes += data.len() as u64;
-    }
-
     /// Sets the live copy of a new, empty `ino` to `data` without copying it.
-    pub fn fill(&mut self, ino: Ino, data: Bytes) {
+    pub fn fill(&mut self, ino: Ino, data: Contents) {
         let file = self.files.get_mut(&ino).expect("open inode");
         debug_assert!(file.live.is_empty(), "fill is for new files");
         self.used_bytes += data.len() as u64;
@@ -425,7 +416,7 @@ impl Fs {
     }
 
     /// The live data of `ino`, or EIO if it sits on a bad sector.
-    pub fn read(&self, ino: Ino) -> io::Result<Bytes> {
+    pub fn read(&self, ino: Ino) -> io::Result<Contents> {
         let file = &self.files[&ino];
         if file.unreadable {
             return Err(io::Error::other("Input/output error (bad sector)"));
@@ -434,7 +425,7 @@ impl Fs {
     }
 
     /// The live data of `ino`, whatever its sectors say (for the damage record).
-    pub fn peek(&self, ino: Ino) -> Bytes {
+    pub fn peek(&self, ino: Ino) -> Contents {
         self.files[&ino].live.clone()
     }
 
@@ -453,7 +444,7 @@ impl Fs {
         let mut data = file.durable.to_vec();
         let at = rng.random_range(0..data.len());
         data[at] ^= 1 << rng.random_range(0..8u32);
-        file.durable = Bytes::from(data);
+        file.durable = Contents::from(data);
         file.live = file.durable.clone();
         true
     }
@@ -709,7 +700,7 @@ impl Fs {
                 }
                 2 => {
                     states.zero_length_files += 1;
-                    Bytes::new()
+                    Contents::default()
                 }
                 _ => {
                     states.zero_filled_files += 1;
@@ -718,11 +709,11 @@ impl Fs {
                         if rng.random_bool(0.5) {
                             let from = i * block;
                             for (j, b) in chunk.iter_mut().enumerate() {
-                                *b = file.durable.get(from + j).copied().unwrap_or(0);
+                                *b = file.durable.get(from + j).unwrap_or(0);
                             }
                         }
                     }
-                    Bytes::from(data)
+                    Contents::from(data)
                 }
             };
             file.durable = outcome.clone();
@@ -747,7 +738,7 @@ mod tests {
 
     fn put(fs: &mut Fs, path: &str, data: &[u8], sync: bool) -> Ino {
         let ino = fs.create(Path::new(path)).unwrap();
-        fs.fill(ino, Bytes::copy_from_slice(data));
+        fs.fill(ino, Contents::from(data.to_vec()));
         if sync {
             fs.sync_file(ino, false);
         }
@@ -756,6 +747,25 @@ mod tests {
 
     fn rng(seed: u64) -> ChaCha8Rng {
         ChaCha8Rng::seed_from_u64(seed)
+    }
+
+    #[test]
+    fn a_file_keeps_the_buffers_it_was_filled_with() {
+        let mut fs = fs();
+        let ino = fs.create(Path::new("/d/x")).unwrap();
+        let payload = bytes::Bytes::from_static(b"payload");
+        fs.fill(
+            ino,
+            Contents::new(bytes::Bytes::from_static(b"head"), payload.clone()),
+        );
+        fs.sync_file(ino, false);
+        let stored = fs.read(ino).unwrap();
+        assert_eq!(
+            stored.body.as_ptr(),
+            payload.as_ptr(),
+            "the payload was copied"
+        );
+        assert_eq!(stored.to_vec(), b"headpayload");
     }
 
     #[test]
@@ -775,8 +785,10 @@ mod tests {
                 "seed {seed}: {names:?} is not a prefix"
             );
             assert_eq!(
-                fs.read(fs.lookup(Path::new("/d/a")).unwrap()).unwrap(),
-                "alpha"
+                fs.read(fs.lookup(Path::new("/d/a")).unwrap())
+                    .unwrap()
+                    .to_vec(),
+                b"alpha"
             );
         }
     }
@@ -792,7 +804,7 @@ mod tests {
             fs.sync_dir(Path::new("/d"), None).unwrap();
             fs.power_loss(&mut rng(seed));
             let ino = fs.lookup(Path::new("/d/x")).unwrap();
-            assert_eq!(fs.read(ino).unwrap(), "new");
+            assert_eq!(fs.read(ino).unwrap().to_vec(), b"new");
         }
     }
 
@@ -854,7 +866,11 @@ mod tests {
         fs.sync_file(ino, false);
         fs.sync_dir(Path::new("/d"), None).unwrap();
         fs.power_loss(&mut rng(3));
-        assert_eq!(fs.read(fs.lookup(Path::new("/d/x")).unwrap()).unwrap(), "");
+        assert!(
+            fs.read(fs.lookup(Path::new("/d/x")).unwrap())
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -63,7 +63,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use spool::disk::{Disk, DiskFuture, DiskLock};
+use spool::disk::{Contents, Disk, DiskFuture, DiskLock};
 
 pub use fs::CrashStates;
 use fs::Fs;
@@ -296,7 +296,7 @@ impl SimDisk {
     pub fn contents(&self, path: &Path) -> io::Result<Bytes> {
         let s = self.lock_state();
         let ino = s.fs.lookup(path)?;
-        s.fs.read(ino)
+        s.fs.read(ino).map(|contents| contents.to_bytes())
     }
 
     /// Turns faults off for good (for the final inventory): the injected errors,
@@ -381,7 +381,7 @@ impl DiskState {
     }
 
     fn record_damage(&mut self, path: &Path, ino: fs::Ino, kind: &'static str) {
-        let original = self.fs.peek(ino);
+        let original = self.fs.peek(ino).to_bytes();
         self.damage.push(Damage {
             at: turmoil::sim_elapsed().unwrap_or_default(),
             path: path.to_path_buf(),
@@ -403,7 +403,7 @@ impl Drop for HeldLock {
 }
 
 impl SimDisk {
-    async fn write_file(&self, path: &Path, data: Bytes) -> io::Result<()> {
+    async fn write_file(&self, path: &Path, data: Contents) -> io::Result<()> {
         let ino = self
             .step(|s| {
                 if s.fault("enospc_create", s.config.faults.enospc_create) {
@@ -420,7 +420,7 @@ impl SimDisk {
             let torn = |s: &mut DiskState| s.rng.random_range(0..=len);
             let short_write = s.mutant == Some(DiskMutant::ShortWriteIgnored) && len > 1;
             if short_write {
-                s.fs.fill(ino, data.slice(..len / 2));
+                s.fs.fill(ino, data.prefix(len / 2));
                 return Ok(());
             }
             if s.would_overflow(len as u64) {
@@ -429,17 +429,17 @@ impl SimDisk {
                     .capacity
                     .unwrap_or(0)
                     .saturating_sub(s.fs.used_bytes());
-                s.fs.fill(ino, data.slice(..(room as usize).min(len)));
+                s.fs.fill(ino, data.prefix((room as usize).min(len)));
                 return Err(s.no_space(path));
             }
             if s.fault("enospc_write", s.config.faults.enospc_write) {
                 let at = torn(s);
-                s.fs.fill(ino, data.slice(..at));
+                s.fs.fill(ino, data.prefix(at));
                 return Err(s.no_space(path));
             }
             if s.fault("eio_write", s.config.faults.eio_write) {
                 let at = torn(s);
-                s.fs.fill(ino, data.slice(..at));
+                s.fs.fill(ino, data.prefix(at));
                 return Err(eio(&path.display().to_string()));
             }
             s.fs.fill(ino, data);
@@ -485,7 +485,7 @@ impl Disk for SimDisk {
         })
     }
 
-    fn create_synced<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()> {
+    fn create_synced<'a>(&'a self, path: &'a Path, data: Contents) -> DiskFuture<'a, ()> {
         Box::pin(self.write_file(path, data))
     }
 
@@ -572,7 +572,7 @@ impl Disk for SimDisk {
                 if s.fault("eio_read", s.config.faults.eio_read) {
                     return Err(eio(&path.display().to_string()));
                 }
-                s.fs.read(ino).map(|b| b.to_vec())
+                s.fs.read(ino).map(|contents| contents.to_vec())
             })
             .await
         })

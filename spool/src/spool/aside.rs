@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use super::layout::{self, ERROR_SUFFIX, REASON_SUFFIX};
 use super::{Claim, Spool, SpoolDir};
-use crate::disk::Disk;
+use crate::disk::{Contents, Disk};
 
 /// Where a settled entry that was not delivered goes.
 #[derive(Debug, Clone, Copy)]
@@ -92,7 +92,7 @@ pub(super) async fn move_with_note(
     let note_path = to_dir.join(format!("{target}{note_suffix}"));
     let _ = disk.remove(&note_path).await;
     if let Err(e) = disk
-        .create_synced(&note_path, Bytes::from(format!("{note}\n")))
+        .create_synced(&note_path, Contents::from(format!("{note}\n").into_bytes()))
         .await
     {
         tracing::warn!(file = %note_path.display(), error = %e, %note, "cannot write the note beside a set-aside entry");

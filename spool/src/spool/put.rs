@@ -142,12 +142,12 @@ impl Spool {
         let inner = &*self.inner;
         let seq = reservation.seq;
         let created_unix_ms = inner.clock.now_unix_ms();
-        let data = entry::encode(
+        let data = entry::encode_pieces(
             seq,
             created_unix_ms,
             &new.name,
             &new.attributes,
-            &new.payload,
+            new.payload,
         );
         debug_assert_eq!(data.len() as u64, reservation.file_bytes);
         let dir = &inner.entries.path;

@@ -5,9 +5,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
-
-use crate::disk::Disk;
+use crate::disk::{Contents, Disk};
 
 /// Runs every check in a fresh, empty directory `root` that `disk` can write to.
 pub async fn run_all(disk: &dyn Disk, root: &Path) {
@@ -17,6 +15,7 @@ pub async fn run_all(disk: &dyn Disk, root: &Path) {
     errors_name_missing_files(disk, &root.join("missing")).await;
     second_lock_is_refused_until_the_first_is_dropped(disk, &root.join("lock")).await;
     remove_all_answers_per_path_in_order(disk, &root.join("remove_all")).await;
+    both_pieces_of_the_contents_are_written_in_order(disk, &root.join("pieces")).await;
 }
 
 async fn fresh(disk: &dyn Disk, dir: &Path) {
@@ -31,10 +30,10 @@ async fn fresh(disk: &dyn Disk, dir: &Path) {
 pub async fn create_list_read_remove(disk: &dyn Disk, dir: &Path) {
     fresh(disk, dir).await;
     disk.create_dir_all(&dir.join("sub")).await.unwrap();
-    disk.create_synced(&dir.join("a"), Bytes::from_static(b"alpha"))
+    disk.create_synced(&dir.join("a"), Contents::from(&b"alpha"[..]))
         .await
         .unwrap();
-    disk.create_synced(&dir.join("b"), Bytes::new())
+    disk.create_synced(&dir.join("b"), Contents::default())
         .await
         .unwrap();
     disk.sync_dir(dir).await.unwrap();
@@ -52,16 +51,55 @@ pub async fn create_list_read_remove(disk: &dyn Disk, dir: &Path) {
     );
 }
 
+/// A file handed over as a head and a body holds the head, then the body, whether
+/// created directly or through `write_and_rename`, and whichever piece is empty.
+pub async fn both_pieces_of_the_contents_are_written_in_order(disk: &dyn Disk, dir: &Path) {
+    fresh(disk, dir).await;
+    let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let cases = [
+        (&b"header"[..], &body[..]),
+        (b"", &body[..]),
+        (b"header", b""),
+    ];
+    for (i, (head, body)) in cases.into_iter().enumerate() {
+        let contents = Contents::new(
+            bytes::Bytes::copy_from_slice(head),
+            bytes::Bytes::copy_from_slice(body),
+        );
+        let (direct, tmp, renamed) = (
+            dir.join(format!("direct{i}")),
+            dir.join(format!("tmp{i}")),
+            dir.join(format!("renamed{i}")),
+        );
+        disk.create_synced(&direct, contents.clone()).await.unwrap();
+        disk.write_and_rename(&tmp, &renamed, contents)
+            .await
+            .unwrap();
+        let want = [head, body].concat();
+        for path in [direct, renamed] {
+            let got = disk.read(&path).await.unwrap();
+            assert!(
+                got == want,
+                "{} holds {} bytes, not the {} + {} of its head and body in order",
+                path.display(),
+                got.len(),
+                head.len(),
+                body.len()
+            );
+        }
+    }
+}
+
 /// `create_synced` never overwrites: the spool relies on it to never clobber an
 /// entry.
 pub async fn create_refuses_an_existing_file(disk: &dyn Disk, dir: &Path) {
     fresh(disk, dir).await;
     let path = dir.join("x");
-    disk.create_synced(&path, Bytes::from_static(b"first"))
+    disk.create_synced(&path, Contents::from(&b"first"[..]))
         .await
         .unwrap();
     let err = disk
-        .create_synced(&path, Bytes::from_static(b"second"))
+        .create_synced(&path, Contents::from(&b"second"[..]))
         .await
         .expect_err("create_synced overwrote an existing file");
     assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
@@ -71,10 +109,10 @@ pub async fn create_refuses_an_existing_file(disk: &dyn Disk, dir: &Path) {
 /// Rename moves contents and replaces an existing target.
 pub async fn rename_replaces_the_target(disk: &dyn Disk, dir: &Path) {
     fresh(disk, dir).await;
-    disk.create_synced(&dir.join("from"), Bytes::from_static(b"new"))
+    disk.create_synced(&dir.join("from"), Contents::from(&b"new"[..]))
         .await
         .unwrap();
-    disk.create_synced(&dir.join("to"), Bytes::from_static(b"old"))
+    disk.create_synced(&dir.join("to"), Contents::from(&b"old"[..]))
         .await
         .unwrap();
     disk.rename(&dir.join("from"), &dir.join("to"))
@@ -121,7 +159,7 @@ pub async fn remove_all_answers_per_path_in_order(disk: &dyn Disk, dir: &Path) {
     let paths: Vec<PathBuf> = (0..100).map(|i| dir.join(format!("f{i:03}"))).collect();
     for (i, path) in paths.iter().enumerate() {
         if i % 7 != 3 {
-            disk.create_synced(path, Bytes::from(vec![i as u8; 10]))
+            disk.create_synced(path, Contents::from(vec![i as u8; 10]))
                 .await
                 .unwrap();
         }

@@ -7,9 +7,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
-
-use crate::disk::{Disk, DiskFuture, DiskLock, StdDisk};
+use crate::disk::{Contents, Disk, DiskFuture, DiskLock, StdDisk};
 
 /// Which disk operation a [`FaultDisk`] rule applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +64,7 @@ impl Disk for FaultDisk {
     fn create_dir_all<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, ()> {
         StdDisk.create_dir_all(dir)
     }
-    fn create_synced<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()> {
+    fn create_synced<'a>(&'a self, path: &'a Path, data: Contents) -> DiskFuture<'a, ()> {
         Box::pin(async move {
             self.injected(Op::Create)?;
             StdDisk.create_synced(path, data).await
@@ -168,7 +166,7 @@ impl Disk for MemDisk {
         }
         Box::pin(std::future::ready(Ok(())))
     }
-    fn create_synced<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()> {
+    fn create_synced<'a>(&'a self, path: &'a Path, data: Contents) -> DiskFuture<'a, ()> {
         let mut files = self.files.lock().unwrap();
         let result = if files.contains_key(path) {
             Err(std::io::Error::from(std::io::ErrorKind::AlreadyExists))

@@ -14,13 +14,15 @@
 //! `testing::conformance` (feature `testing`) holds a suite any implementation can
 //! run.
 
+mod contents;
+
+pub use contents::Contents;
+
 use std::fs::File;
 use std::future::Future;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-
-use bytes::Bytes;
 
 /// A boxed future returned by [`Disk`] methods.
 pub type DiskFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + Send + 'a>>;
@@ -49,7 +51,7 @@ pub trait Disk: Send + Sync + 'static {
     fn create_dir_all<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, ()>;
     /// Creates `path`, which must not exist, writes all of `data` and syncs the file's
     /// data. On error the file may exist, partially written.
-    fn create_synced<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()>;
+    fn create_synced<'a>(&'a self, path: &'a Path, data: Contents) -> DiskFuture<'a, ()>;
     /// [`Disk::create_synced`] of `tmp`, then [`Disk::rename`] of `tmp` to `path`, as
     /// one call (one hand-off to a blocking thread for a put). On error either name
     /// may exist.
@@ -57,7 +59,7 @@ pub trait Disk: Send + Sync + 'static {
         &'a self,
         tmp: &'a Path,
         path: &'a Path,
-        data: Bytes,
+        data: Contents,
     ) -> DiskFuture<'a, ()> {
         Box::pin(async move {
             self.create_synced(tmp, data).await?;
@@ -126,7 +128,7 @@ impl Disk for StdDisk {
         }))
     }
 
-    fn create_synced<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()> {
+    fn create_synced<'a>(&'a self, path: &'a Path, data: Contents) -> DiskFuture<'a, ()> {
         let path = path.to_path_buf();
         Box::pin(blocking(move || write_synced(&path, &data)))
     }
@@ -135,7 +137,7 @@ impl Disk for StdDisk {
         &'a self,
         tmp: &'a Path,
         path: &'a Path,
-        data: Bytes,
+        data: Contents,
     ) -> DiskFuture<'a, ()> {
         let (tmp, path) = (tmp.to_path_buf(), path.to_path_buf());
         Box::pin(blocking(move || {
@@ -237,10 +239,27 @@ fn read_noatime(path: &Path) -> io::Result<Vec<u8>> {
     std::fs::read(path)
 }
 
-fn write_synced(path: &Path, data: &[u8]) -> io::Result<()> {
+fn write_synced(path: &Path, data: &Contents) -> io::Result<()> {
     let mut file = File::options().write(true).create_new(true).open(path)?;
-    file.write_all(data)?;
+    write_all_vectored(&mut file, data.pieces())?;
     file.sync_data()
+}
+
+/// Writes every byte of `pieces`, in order, with as few `writev` calls as the file
+/// takes (`Write::write_all_vectored` is not stable yet).
+fn write_all_vectored(file: &mut impl Write, pieces: [&[u8]; 2]) -> io::Result<()> {
+    let mut slices = pieces.map(io::IoSlice::new);
+    let mut slices = &mut slices[..];
+    io::IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match file.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => io::IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Takes an advisory exclusive lock (`flock`) on `path`, creating it, and records this
@@ -283,6 +302,47 @@ mod tests {
     async fn std_disk_passes_the_conformance_suite() {
         let root = tempfile::tempdir().unwrap();
         crate::testing::conformance::run_all(&StdDisk, root.path()).await;
+    }
+
+    /// Takes at most `max` bytes a call, as a write to a nearly full disk may.
+    struct Trickle {
+        written: Vec<u8>,
+        max: usize,
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.max);
+            self.written.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn short_vectored_writes_are_resumed_until_every_piece_is_written() {
+        for (head, body) in [
+            (&b"header"[..], &b"payload"[..]),
+            (b"", b"payload"),
+            (b"header", b""),
+        ] {
+            for max in 1..=14 {
+                let mut file = Trickle {
+                    written: Vec::new(),
+                    max,
+                };
+                write_all_vectored(&mut file, [head, body]).unwrap();
+                assert_eq!(file.written, [head, body].concat(), "{max} bytes a call");
+            }
+        }
+        let mut full = Trickle {
+            written: Vec::new(),
+            max: 0,
+        };
+        let err = write_all_vectored(&mut full, [b"a", b"b"]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WriteZero);
     }
 
     #[tokio::test]
