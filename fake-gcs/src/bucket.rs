@@ -84,26 +84,8 @@ impl StoredObject {
             None => (Cow::Borrowed(DEFAULT_CONTENT_TYPE), None),
             Some(d) => (d.content_type.clone(), d.attributes.clone().boxed()),
         };
-        self.record_with(name.to_string(), content_type, attributes)
-    }
-
-    /// The record of this object, stored under `name`, without copying.
-    pub(crate) fn into_record(mut self, name: String) -> ObjectRecord {
-        let (content_type, attributes) = match self.described.take() {
-            None => (Cow::Borrowed(DEFAULT_CONTENT_TYPE), None),
-            Some(d) => (d.content_type, d.attributes.boxed()),
-        };
-        self.record_with(name, content_type, attributes)
-    }
-
-    fn record_with(
-        &self,
-        name: String,
-        content_type: Cow<'static, str>,
-        attributes: Option<Box<ObjectAttributes>>,
-    ) -> ObjectRecord {
         ObjectRecord {
-            name,
+            name: name.to_string(),
             generation: self.generation,
             size: self.size,
             crc32c: self.crc32c,
@@ -113,6 +95,42 @@ impl StoredObject {
             attributes,
             component_count: self.component_count,
         }
+    }
+}
+
+/// The objects a bucket held, taken out of the fake at the end of a run
+/// ([`FakeGcs::take_objects`](crate::FakeGcs::take_objects)): the fake's own map,
+/// moved rather than copied, whose records are made one at a time as they are read.
+/// A long replay ends with millions of objects; a list of their records beside the
+/// map would hold each one twice at the run's most crowded moment.
+#[derive(Debug, Default)]
+pub struct Objects {
+    by_name: BTreeMap<String, StoredObject>,
+}
+
+impl Objects {
+    pub(crate) fn new(by_name: BTreeMap<String, StoredObject>) -> Self {
+        Self { by_name }
+    }
+
+    /// How many objects there are.
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// Each object's record, in name order.
+    pub fn records(&self) -> impl ExactSizeIterator<Item = ObjectRecord> + '_ {
+        self.by_name.iter().map(|(name, o)| o.record(name))
+    }
+
+    /// The record of the object named `name`.
+    pub fn get(&self, name: &str) -> Option<ObjectRecord> {
+        self.by_name.get(name).map(|o| o.record(name))
     }
 }
 
@@ -268,7 +286,7 @@ mod tests {
         };
         let (name, stored) = StoredObject::new(plain.clone(), None);
         assert!(stored.described.is_none());
-        assert_eq!(stored.into_record(name), plain);
+        assert_eq!(stored.record(&name), plain);
         // Another content type, attributes and a component count survive the split.
         let described = ObjectRecord {
             content_type: Cow::Owned("text/plain".into()),
@@ -282,6 +300,5 @@ mod tests {
         };
         let (name, stored) = StoredObject::new(described.clone(), None);
         assert_eq!(stored.record(&name), described);
-        assert_eq!(stored.into_record(name), described);
     }
 }

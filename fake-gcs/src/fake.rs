@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::bucket::{Bucket, StoredObject};
+use crate::bucket::{Bucket, Objects, StoredObject};
 use crate::clock::SimClock;
 use crate::faults::{Fault, FaultEngine, FaultPlan, PlanError};
 use crate::retry_test::{Instruction, RetryTests};
@@ -260,18 +260,14 @@ impl FakeGcs {
             .unwrap_or_default()
     }
 
-    /// Removes the objects of `bucket` and returns them in name order: for the end
-    /// of a run, where a copy would hold millions of records twice.
-    pub fn take_objects(&self, bucket: &str) -> Vec<ObjectRecord> {
+    /// Removes the objects of `bucket` and returns them (none when there is no such
+    /// bucket): for the end of a run, where a copy would hold millions of records
+    /// twice. The bucket stays, empty.
+    pub fn take_objects(&self, bucket: &str) -> Objects {
         self.state()
             .buckets
             .get_mut(bucket)
-            .map(|b| {
-                std::mem::take(&mut b.objects)
-                    .into_iter()
-                    .map(|(name, o)| o.into_record(name))
-                    .collect()
-            })
+            .map(|b| Objects::new(std::mem::take(&mut b.objects)))
             .unwrap_or_default()
     }
 

@@ -84,6 +84,7 @@ mod retry_test;
 mod serve;
 pub mod wire;
 
+pub use bucket::Objects;
 pub use clock::{SimClock, TokioClock};
 pub use fake::{FakeGcs, FakeGcsConfig, FakeStats, Limits, Observer, RequestEvent};
 pub use faults::{

@@ -263,7 +263,7 @@ fn look_in_bucket(
 ) {
     let ledger = &run.ledger;
     let shape = run.scenario.shape();
-    for object in &run.bucket {
+    for object in run.bucket.records() {
         let write = write_named(&shape, &object.name)
             .and_then(|(host, seq, poison)| Some((host, seq, poison, ledger.get(host, seq)?)));
         let Some((host, seq, poison, w)) = write.filter(|(_, _, poison, w)| w.poison == *poison)
@@ -276,7 +276,7 @@ fn look_in_bucket(
             if other.is_some() {
                 tally.overwrote_other_writer += 1;
                 examples.push(format!("{} replaced another writer's object", object.name));
-            } else if !attributes_match(&shape, host, seq, object) {
+            } else if !attributes_match(&shape, host, seq, &object) {
                 tally.attributes_differ += 1;
                 examples.push(format!("{} has other attributes than written", object.name));
             }
@@ -682,17 +682,16 @@ fn spool_ends_empty(run: &RunOutput) -> Invariant {
     // is already in the bucket came back after the last power loss (its removal was
     // never made durable): the next start sends it, is answered "already exists",
     // and removes it. Only the others are left to drain.
-    let in_bucket: BTreeMap<&str, u32> = run
-        .bucket
-        .iter()
-        .map(|o| (o.name.as_str(), o.crc32c))
-        .collect();
     let (resurrected, undelivered): (Vec<_>, Vec<_>) = run
         .recorder
         .inventories
         .iter()
         .flat_map(|(host, i)| i.pending.iter().map(move |e| (host, e)))
-        .partition(|(_, e)| in_bucket.get(e.name.as_str()) == Some(&e.crc32c));
+        .partition(|(_, e)| {
+            run.bucket
+                .get(&e.name)
+                .is_some_and(|o| o.crc32c == e.crc32c)
+        });
     let left = undelivered.len() as u64;
     let bytes: u64 = undelivered
         .iter()

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use fake_gcs::{FakeGcs, FakeGcsConfig, FakeStats, ObjectRecord, Refusal, RequestEvent};
+use fake_gcs::{FakeGcs, FakeGcsConfig, FakeStats, Objects, Refusal, RequestEvent};
 
 use crate::app::{self, Command, GCS_HOST, GCS_PORT, Phase, Role, Shared, derive_seed, purpose};
 use crate::gcs_host::{self, TurmoilClock};
@@ -54,7 +54,7 @@ pub struct RunOutput {
     /// Samples, events, checks and inventories.
     pub recorder: Recorder,
     /// The bucket's objects at the end.
-    pub bucket: Vec<ObjectRecord>,
+    pub bucket: Objects,
     /// The fake's counters.
     pub fake: FakeStats,
     /// Steps taken (each one `tick` of simulated time).

@@ -154,7 +154,11 @@ async fn the_spools_remote_writes_once_and_recognises_its_own_object() {
     assert_eq!(fake.object_bytes(BUCKET, "events/1.json"), None);
     assert_eq!(record.content_type, "application/octet-stream");
     // The end of a run takes the records out rather than copying them.
-    assert_eq!(fake.take_objects(BUCKET), [record]);
+    let taken = fake.take_objects(BUCKET);
+    assert_eq!(taken.len(), 1);
+    assert_eq!(taken.get("events/1.json").as_ref(), Some(&record));
+    assert_eq!(taken.records().collect::<Vec<_>>(), [record]);
+    assert_eq!(taken.get("events/2.json"), None);
     assert_eq!(fake.object_count(BUCKET), 0);
 }
 
