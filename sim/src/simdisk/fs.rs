@@ -262,21 +262,30 @@ impl Fs {
 
     /// The inode `path` names now, if it is a file.
     pub fn lookup(&self, path: &Path) -> io::Result<Ino> {
-        let path = normal(path);
-        let (dir, name) = split(&path)?;
+        self.lookup_normal(&normal(path))
+    }
+
+    /// [`Self::lookup`] of a path already made normal.
+    fn lookup_normal(&self, path: &Path) -> io::Result<Ino> {
+        let (dir, name) = split(path)?;
         match self.live(dir.as_os_str(), &name) {
             Some(Node::File(ino)) => Ok(ino),
             Some(Node::Dir) => Err(io::Error::new(
                 io::ErrorKind::IsADirectory,
                 format!("{}: Is a directory", path.display()),
             )),
-            None => Err(not_found(&path)),
+            None => Err(not_found(path)),
         }
     }
 
     /// Whether `dir` exists now.
     pub fn dir_exists(&self, dir: &Path) -> bool {
-        self.dirs.contains_key(normal(dir).as_os_str())
+        self.has_dir(&normal(dir))
+    }
+
+    /// [`Self::dir_exists`] of a path already made normal.
+    fn has_dir(&self, dir: &Path) -> bool {
+        self.dirs.contains_key(dir.as_os_str())
     }
 
     fn issue(&mut self, changes: Vec<Change>, rename: bool) {
@@ -313,7 +322,7 @@ impl Fs {
     pub fn create(&mut self, path: &Path) -> io::Result<Ino> {
         let path = normal(path);
         let (dir, name) = split(&path)?;
-        if !self.dir_exists(dir) {
+        if !self.has_dir(dir) {
             return Err(not_found(dir));
         }
         if self.live(dir.as_os_str(), &name).is_some() {
@@ -348,11 +357,11 @@ impl Fs {
     /// Creates `dir` (its parent must exist); a no-op if it exists.
     pub fn mkdir(&mut self, dir: &Path) -> io::Result<()> {
         let dir = normal(dir);
-        if self.dir_exists(&dir) {
+        if self.has_dir(&dir) {
             return Ok(());
         }
         let (parent, name) = split(&dir)?;
-        if !self.dir_exists(parent) {
+        if !self.has_dir(parent) {
             return Err(not_found(parent));
         }
         if self.live(parent.as_os_str(), &name).is_some() {
@@ -396,10 +405,10 @@ impl Fs {
     /// Renames the file at `from` to `to`, replacing a file there.
     pub fn rename(&mut self, from: &Path, to: &Path) -> io::Result<()> {
         let (from, to) = (normal(from), normal(to));
-        let ino = self.lookup(&from)?;
+        let ino = self.lookup_normal(&from)?;
         let (from_dir, from_name) = split(&from)?;
         let (to_dir, to_name) = split(&to)?;
-        if !self.dir_exists(to_dir) {
+        if !self.has_dir(to_dir) {
             return Err(not_found(to_dir));
         }
         if let Some(Node::Dir) = self.live(to_dir.as_os_str(), &to_name) {
@@ -430,7 +439,7 @@ impl Fs {
     /// Removes the name `path` (a file).
     pub fn unlink(&mut self, path: &Path) -> io::Result<()> {
         let path = normal(path);
-        self.lookup(&path)?;
+        self.lookup_normal(&path)?;
         let (dir, name) = split(&path)?;
         let change = Change {
             dir: dir.as_os_str().to_owned(),
@@ -550,7 +559,7 @@ impl Fs {
     /// becomes durable and the rest is dropped (an fsync that returned EIO).
     pub fn sync_dir(&mut self, dir: &Path, fail: Option<&mut ChaCha8Rng>) -> io::Result<()> {
         let dir = normal(dir);
-        if !self.dir_exists(&dir) {
+        if !self.has_dir(&dir) {
             return Err(not_found(&dir));
         }
         let set = self.sync_set(dir.as_os_str());
