@@ -1,7 +1,7 @@
 //! The drainer: workers that deliver spooled entries once the store recovers.
 //!
-//! Each worker claims the oldest unclaimed entry (workers never share one), reads and
-//! verifies it in full (a corrupt entry is never uploaded), and writes it, with its
+//! Each worker claims the oldest unclaimed entries (workers never share one), reads and
+//! verifies them in full (a corrupt entry is never uploaded), and writes each, with its
 //! attributes, create-if-absent until the store settles it:
 //!
 //! | store answer | action |
@@ -14,12 +14,21 @@
 //! | permanent failure (400, 403, ...) | dead-letter with the error, go on |
 //! | entry fails verification, or cannot be read 5 times in a row | quarantine with the reason, go on |
 //!
+//! A worker reads ahead: it claims up to [`READ_AHEAD_ENTRIES`] entries or
+//! [`READ_AHEAD_BYTES`] (always one, and no more than its share of the unclaimed
+//! entries, so every worker finds work) and reads them in one disk call, because a
+//! hand-off to a blocking thread costs more than reading a small entry. A worker that
+//! must wait (a retry's backoff, a read that failed) first gives back the entries it
+//! read ahead, so one failing object never holds up others: an entry read ahead waits
+//! behind a failing one for at most that write's timeout.
+//!
 //! A write may take `put_timeout` plus its size over `min_bytes_per_second`, so a
 //! large entry on a slow link is not retried forever. Backoff is per worker:
 //! `uniform(0, min(cap, base * 2^failures))` with full jitter, drawn from a seeded
 //! RNG, reset by any success. Shutdown stops workers between entries: an upload in
 //! flight finishes (or times out), a backoff sleep is cut short.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -35,6 +44,13 @@ use crate::error::StoreError;
 use crate::metrics::{DrainOutcome, WritePath};
 use crate::remote::{Existing, Remote};
 use crate::spool::{Claim, ReadError, Spool};
+
+/// Most entries a worker claims and reads in one disk call.
+pub const READ_AHEAD_ENTRIES: usize = 16;
+/// Most bytes of entry files a worker claims and reads in one disk call, unless the
+/// oldest entry alone is larger: a worker holds at most this much (or one entry)
+/// in memory.
+pub const READ_AHEAD_BYTES: u64 = 1 << 20;
 
 /// Settings for a [`Drainer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +120,7 @@ impl Drainer {
                     config,
                     rng,
                     stopped: stopped.clone(),
+                    ahead: VecDeque::new(),
                 };
                 tokio::spawn(worker.run())
             })
@@ -141,33 +158,70 @@ enum Step {
     DeadLetter(String),
 }
 
+/// A claimed entry and what reading it gave.
+type ReadAhead = (Claim, Result<(Header, Bytes), ReadError>);
+
 struct Worker {
     spool: Spool,
     remote: Remote,
     config: DrainerConfig,
     rng: ChaCha8Rng,
     stopped: watch::Receiver<bool>,
+    /// Entries claimed and read, oldest first, not yet worked on.
+    ahead: VecDeque<ReadAhead>,
 }
 
 impl Worker {
     async fn run(mut self) {
         let mut backoff = Backoff::new(self.config.backoff);
         loop {
-            let claim = tokio::select! {
-                biased;
-                _ = self.stopped.wait_for(|s| *s) => return,
-                claim = self.spool.claim_next() => claim,
+            let Some((claim, read)) = self.ahead.pop_front() else {
+                let claims = tokio::select! {
+                    biased;
+                    _ = self.stopped.wait_for(|s| *s) => return,
+                    claims = self.spool.claim_next_batch(
+                        READ_AHEAD_ENTRIES,
+                        READ_AHEAD_BYTES,
+                        self.config.workers.max(1),
+                    ) => claims,
+                };
+                self.read_ahead(claims).await;
+                continue;
             };
-            if !self.drain(claim, &mut backoff).await {
+            // Between entries: what was read ahead goes back to the queue.
+            if *self.stopped.borrow() {
+                return;
+            }
+            if !self.drain(claim, read, &mut backoff).await {
                 return;
             }
         }
     }
 
+    /// Reads claimed entries in one disk call into `ahead`. An entry that fails
+    /// verification is read once more on its own before it counts: some devices
+    /// return transient errors.
+    async fn read_ahead(&mut self, claims: Vec<Claim>) {
+        debug_assert!(self.ahead.is_empty());
+        let reads = self.spool.read_batch(&claims).await;
+        for (claim, read) in claims.into_iter().zip(reads) {
+            let read = match read {
+                Err(ReadError::Corrupt(_)) => self.spool.read(&claim).await,
+                other => other,
+            };
+            self.ahead.push_back((claim, read));
+        }
+    }
+
     /// Works on one entry until it is settled or given back. Returns false when
     /// asked to stop.
-    async fn drain(&mut self, claim: Claim, backoff: &mut Backoff) -> bool {
-        let (header, payload) = match self.read(&claim).await {
+    async fn drain(
+        &mut self,
+        claim: Claim,
+        read: Result<(Header, Bytes), ReadError>,
+        backoff: &mut Backoff,
+    ) -> bool {
+        let (header, payload) = match read {
             Ok(entry) => entry,
             Err(ReadError::Gone(_)) => {
                 self.spool.forget_gone(claim);
@@ -224,17 +278,11 @@ impl Worker {
         }
     }
 
-    /// Reads and verifies the claimed entry. A failed check is read once more before
-    /// it counts: some devices return transient errors.
-    async fn read(&mut self, claim: &Claim) -> Result<(Header, Bytes), ReadError> {
-        match self.spool.read(claim).await {
-            Err(ReadError::Corrupt(_)) => self.spool.read(claim).await,
-            other => other,
-        }
-    }
-
-    /// Sleeps for `delay` unless asked to stop first. Returns false when asked to stop.
+    /// Gives back the entries read ahead, then sleeps for `delay` unless asked to
+    /// stop first. Returns false when asked to stop.
     async fn pause(&mut self, delay: Duration) -> bool {
+        // Other workers deliver them meanwhile; dropped claims return to the queue.
+        self.ahead.clear();
         tokio::select! {
             biased;
             _ = self.stopped.wait_for(|s| *s) => false,
@@ -323,6 +371,12 @@ mod tests {
         }
     }
 
+    /// Fills `spool` with `count` entries named `o/00`, `o/01`, ...
+    async fn fill_numbered(spool: &Spool, count: usize) {
+        let names: Vec<String> = (0..count).map(|i| format!("o/{i:02}")).collect();
+        fill(spool, &names.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    }
+
     async fn until_empty(spool: &Spool) {
         while spool.stats().files > 0 {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -332,12 +386,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_backlog_drains_once_the_store_recovers() {
         let (spool, _) = mem_spool(SpoolConfig::default()).await;
-        let names: Vec<String> = (0..20).map(|i| format!("o/{i:02}")).collect();
-        fill(
-            &spool,
-            &names.iter().map(String::as_str).collect::<Vec<_>>(),
-        )
-        .await;
+        fill_numbered(&spool, 20).await;
         let store = FlakyStore::new(Mode::Down);
         let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(4));
 
@@ -354,6 +403,43 @@ mod tests {
             assert_eq!(bytes, Bytes::from(format!("bytes of {name}")));
         }
         assert_eq!(spool.metrics().drained_total(D::Uploaded), 20);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_object_the_store_keeps_refusing_holds_up_no_other_entry() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        fill_numbered(&spool, 12).await;
+        let store = FlakyStore::new(Mode::Healthy);
+        // The oldest entry: its worker read ahead its share (6 of 12) with it.
+        store.fail_retryably("o/00");
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(2));
+
+        // Long enough for many backoffs (cap 4 s), and nothing else fails.
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        let stats = spool.stats();
+        assert_eq!(
+            stats.files, 1,
+            "entries read ahead with the failing one waited behind it"
+        );
+        assert_eq!(store.contents().await.len(), 11);
+        assert!(spool.metrics().drain_retries_total() > 5);
+        drainer.shutdown().await;
+        assert_eq!(spool.stats().files, 1, "the refused entry stays spooled");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_gives_back_what_was_read_ahead() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        fill_numbered(&spool, 8).await;
+        let store = FlakyStore::new(Mode::Gated);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(1));
+        store.wait_for_attempts(1).await;
+        assert_eq!(spool.stats().claimed, 8, "one worker reads all 8 ahead");
+        store.let_through(1);
+        drainer.shutdown().await;
+        let stats = spool.stats();
+        assert_eq!((stats.files, stats.claimed), (7, 0), "{stats:?}");
+        assert_eq!(store.contents().await.len(), 1);
     }
 
     #[tokio::test(start_paused = true)]

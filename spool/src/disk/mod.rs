@@ -1,4 +1,5 @@
-//! The disk seam: the ten file-system operations the spool needs, and nothing else.
+//! The disk seam: the eleven file-system operations the spool needs, and nothing
+//! else (three of them are batches whose default makes one call per file).
 //!
 //! Production uses [`StdDisk`] (`std::fs` on tokio's blocking pool, so an fsync never
 //! stalls an async worker). A simulation supplies a disk that forgets what was not
@@ -87,6 +88,17 @@ pub trait Disk: Send + Sync + 'static {
     fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Vec<String>>;
     /// The whole contents of `path`.
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>>;
+    /// The whole contents of every file in `paths`, as one call; one result per
+    /// path, in the order of `paths`.
+    fn read_all<'a>(&'a self, paths: &'a [PathBuf]) -> DiskFuture<'a, Vec<io::Result<Vec<u8>>>> {
+        Box::pin(async move {
+            let mut results = Vec::with_capacity(paths.len());
+            for path in paths {
+                results.push(self.read(path).await);
+            }
+            Ok(results)
+        })
+    }
     /// Removes the file `path`. Not durable until the directory is synced.
     fn remove<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()>;
     /// Takes an exclusive lock named by `path` without waiting. Fails with
@@ -195,6 +207,16 @@ impl Disk for StdDisk {
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>> {
         let path = path.to_path_buf();
         Box::pin(blocking(move || read_noatime(&path)))
+    }
+
+    /// One blocking thread reads the whole batch: a hand-off to the blocking pool
+    /// costs more than reading a small entry from the page cache, and the drainer
+    /// bounds a batch's size. Measured in BENCHMARKS.md (the drain over HTTP).
+    fn read_all<'a>(&'a self, paths: &'a [PathBuf]) -> DiskFuture<'a, Vec<io::Result<Vec<u8>>>> {
+        let paths = paths.to_vec();
+        Box::pin(blocking(move || {
+            Ok(paths.iter().map(|path| read_noatime(path)).collect())
+        }))
     }
 
     fn remove<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()> {

@@ -96,33 +96,74 @@ impl Spool {
     /// reopening itself. The claim is released when dropped unless it is settled by
     /// [`Spool::remove`], [`Spool::dead_letter`] or [`Spool::quarantine`].
     pub fn claim_oldest(&self) -> Option<Claim> {
+        self.claim_oldest_batch(1, 0, 1).pop()
+    }
+
+    /// Claims the oldest unclaimed entries, in order: at most `max_entries`, at most
+    /// `max_bytes` of entry files (but always one, whatever its size), and at most
+    /// the unclaimed entries' share among `claimants` (but always one), so that
+    /// `claimants` workers claiming in turn all find work. Empty when nothing is
+    /// left to claim or the spool is reopening itself.
+    pub fn claim_oldest_batch(
+        &self,
+        max_entries: usize,
+        max_bytes: u64,
+        claimants: usize,
+    ) -> Vec<Claim> {
         let mut state = self.state();
         if state.broken.is_some() {
-            return None;
+            return Vec::new();
         }
-        // At most one claim per drainer worker exists, so this skips a handful.
-        let (&seq, meta) = state.index.iter_mut().find(|(_, m)| !m.claimed)?;
-        meta.claimed = true;
-        let (created_unix_ms, file) = (meta.created_unix_ms, meta.file_name(seq));
-        state.claimed += 1;
+        let unclaimed = state.index.len() as u64 - state.claimed;
+        let share = unclaimed / claimants.max(1) as u64;
+        let max_entries = (max_entries as u64).min(share).max(1) as usize;
+        let mut claims = Vec::with_capacity(max_entries.min(unclaimed as usize));
+        let mut bytes = 0;
+        // Claimed entries (a handful per worker, and those waiting for the remover)
+        // are skipped.
+        for (&seq, meta) in state.index.iter_mut().filter(|(_, m)| !m.claimed) {
+            if claims.len() == max_entries
+                || (!claims.is_empty() && bytes + meta.file_bytes > max_bytes)
+            {
+                break;
+            }
+            meta.claimed = true;
+            bytes += meta.file_bytes;
+            claims.push(Claim {
+                spool: self.clone(),
+                seq,
+                created_unix_ms: meta.created_unix_ms,
+                file: meta.file_name(seq),
+                settled: false,
+            });
+        }
+        state.claimed += claims.len() as u64;
         state.check(&self.inner.config);
-        Some(Claim {
-            spool: self.clone(),
-            seq,
-            created_unix_ms,
-            file,
-            settled: false,
-        })
+        claims
     }
 
     /// Waits until an entry can be claimed, then claims the oldest.
     pub async fn claim_next(&self) -> Claim {
+        let mut claims = self.claim_next_batch(1, 0, 1).await;
+        debug_assert_eq!(claims.len(), 1);
+        claims.pop().expect("a batch holds at least one claim")
+    }
+
+    /// Waits until an entry can be claimed, then claims a batch as
+    /// [`Spool::claim_oldest_batch`] does: never empty.
+    pub async fn claim_next_batch(
+        &self,
+        max_entries: usize,
+        max_bytes: u64,
+        claimants: usize,
+    ) -> Vec<Claim> {
         loop {
             let notified = self.inner.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if let Some(claim) = self.claim_oldest() {
-                return claim;
+            let claims = self.claim_oldest_batch(max_entries, max_bytes, claimants);
+            if !claims.is_empty() {
+                return claims;
             }
             notified.await;
         }
@@ -131,8 +172,41 @@ impl Spool {
     /// Reads and verifies a claimed entry (format, checksums, that the header is the
     /// one its file name says, a valid object name). Counts failed reads in a row.
     pub async fn read(&self, claim: &Claim) -> Result<(Header, Bytes), ReadError> {
-        let path = self.inner.entries.path.join(&claim.file);
-        let read = self.inner.disk.read(&path).await;
+        let mut reads = self.read_batch(std::slice::from_ref(claim)).await;
+        debug_assert_eq!(reads.len(), 1);
+        reads.pop().expect("one read per claim")
+    }
+
+    /// Reads and verifies claimed entries as [`Spool::read`] does, in one disk call;
+    /// one result per claim, in order.
+    pub async fn read_batch(&self, claims: &[Claim]) -> Vec<Result<(Header, Bytes), ReadError>> {
+        let paths: Vec<PathBuf> = claims
+            .iter()
+            .map(|claim| self.inner.entries.path.join(&claim.file))
+            .collect();
+        let reads = match self.inner.disk.read_all(&paths).await {
+            Ok(reads) => reads,
+            Err(e) => paths
+                .iter()
+                .map(|_| Err(io::Error::new(e.kind(), e.to_string())))
+                .collect(),
+        };
+        debug_assert_eq!(reads.len(), claims.len(), "one read per claim");
+        claims
+            .iter()
+            .zip(paths)
+            .zip(reads)
+            .map(|((claim, path), read)| self.verify_read(claim, path, read))
+            .collect()
+    }
+
+    /// Verifies what a read of `claim`'s file gave, and counts failed reads in a row.
+    fn verify_read(
+        &self,
+        claim: &Claim,
+        path: PathBuf,
+        read: io::Result<Vec<u8>>,
+    ) -> Result<(Header, Bytes), ReadError> {
         let mut state = self.state();
         let meta = state.index.get_mut(&claim.seq);
         match read {

@@ -15,6 +15,7 @@ pub async fn run_all(disk: &dyn Disk, root: &Path) {
     errors_name_missing_files(disk, &root.join("missing")).await;
     second_lock_is_refused_until_the_first_is_dropped(disk, &root.join("lock")).await;
     remove_all_answers_per_path_in_order(disk, &root.join("remove_all")).await;
+    read_all_answers_per_path_in_order(disk, &root.join("read_all")).await;
     both_pieces_of_the_contents_are_written_in_order(disk, &root.join("pieces")).await;
 }
 
@@ -184,4 +185,33 @@ pub async fn remove_all_answers_per_path_in_order(disk: &dyn Disk, dir: &Path) {
         disk.list(dir).await.unwrap().is_empty(),
         "files left behind"
     );
+}
+
+/// `read_all` answers each path's whole contents at its own place, and a missing
+/// file's `NotFound` at its place without failing the others.
+pub async fn read_all_answers_per_path_in_order(disk: &dyn Disk, dir: &Path) {
+    fresh(disk, dir).await;
+    let paths: Vec<PathBuf> = (0..20).map(|i| dir.join(format!("f{i:02}"))).collect();
+    for (i, path) in paths.iter().enumerate() {
+        if i % 5 != 2 {
+            let data = vec![i as u8; 100 * i + 1];
+            disk.create_synced(path, Contents::from(data)).await.unwrap();
+        }
+    }
+    let results = disk.read_all(&paths).await.expect("read_all");
+    assert_eq!(results.len(), paths.len(), "one result per path");
+    for (i, result) in results.iter().enumerate() {
+        let path = paths[i].display();
+        match result {
+            Ok(data) => assert!(
+                i % 5 != 2 && *data == vec![i as u8; 100 * i + 1],
+                "{path}: read {} bytes that are not the file written there",
+                data.len()
+            ),
+            Err(e) => assert!(
+                i % 5 == 2 && e.kind() == io::ErrorKind::NotFound,
+                "{path}: {e}"
+            ),
+        }
+    }
 }

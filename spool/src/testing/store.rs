@@ -44,6 +44,8 @@ pub struct FlakyStore {
     mode: Mutex<Mode>,
     /// Names whose writes are refused with 403 whatever the mode (poison objects).
     poison_prefix: Mutex<Option<String>>,
+    /// Names whose writes fail with a connection error (retryable) whatever the mode.
+    failing_prefix: Mutex<Option<String>>,
     /// Writes tried, whatever their result.
     pub put_attempts: AtomicU64,
     puts: AtomicU64,
@@ -65,6 +67,7 @@ impl FlakyStore {
             inner,
             mode: Mutex::new(mode),
             poison_prefix: Mutex::new(None),
+            failing_prefix: Mutex::new(None),
             put_attempts: AtomicU64::new(0),
             puts: AtomicU64::new(0),
             wake_at: AtomicU64::new(u64::MAX),
@@ -131,6 +134,12 @@ impl FlakyStore {
         *self.poison_prefix.lock().unwrap() = Some(prefix.into());
     }
 
+    /// Fails writes of names starting with `prefix` with a connection error (retryable),
+    /// whatever the mode: one object the store keeps refusing while others land.
+    pub fn fail_retryably(&self, prefix: &str) {
+        *self.failing_prefix.lock().unwrap() = Some(prefix.into());
+    }
+
     /// Names and bytes of every stored object, in name order.
     pub async fn contents(&self) -> Vec<(String, Bytes)> {
         use futures::TryStreamExt;
@@ -151,6 +160,12 @@ impl FlakyStore {
         out.sort();
         out
     }
+}
+
+/// True when `location` starts with the prefix held in `prefix`, if any.
+fn starts_with(prefix: &Mutex<Option<String>>, location: &ObjectPath) -> bool {
+    let prefix = prefix.lock().unwrap();
+    prefix.as_deref().is_some_and(|p| location.as_ref().starts_with(p))
 }
 
 fn connection_refused() -> object_store::Error {
@@ -179,18 +194,16 @@ impl ObjectStore for FlakyStore {
     ) -> object_store::Result<PutResult> {
         self.put_attempts.fetch_add(1, Ordering::SeqCst);
         self.attempted.notify_waiters();
-        let poisoned = self
-            .poison_prefix
-            .lock()
-            .unwrap()
-            .as_deref()
-            .is_some_and(|p| location.as_ref().starts_with(p));
+        let poisoned = starts_with(&self.poison_prefix, location);
         let forbidden = || object_store::Error::PermissionDenied {
             path: location.to_string(),
             source: "forbidden".into(),
         };
         if poisoned {
             return Err(forbidden());
+        }
+        if starts_with(&self.failing_prefix, location) {
+            return Err(connection_refused());
         }
         let mode = *self.mode.lock().unwrap();
         match mode {
