@@ -419,7 +419,10 @@ async fn batch_claims_keep_to_their_count_bytes_and_share_and_read_in_order() {
     let fx = Fixture::new();
     let spool = fx.spool().await;
     for i in 1..=10 {
-        spool.put(&format!("o/{i:02}"), payload(1000)).await.unwrap();
+        spool
+            .put(&format!("o/{i:02}"), payload(1000))
+            .await
+            .unwrap();
     }
     let file_bytes = spool.stats().bytes / 10;
     let seqs = |claims: &[Claim]| claims.iter().map(Claim::seq).collect::<Vec<_>>();
@@ -435,16 +438,23 @@ async fn batch_claims_keep_to_their_count_bytes_and_share_and_read_in_order() {
     assert_eq!(spool.stats().claimed, 8);
 
     drop(first);
-    std::fs::remove_file(fx.dir.path().join(ENTRIES_DIR).join(by_bytes[1].file_name())).unwrap();
+    std::fs::remove_file(
+        fx.dir
+            .path()
+            .join(ENTRIES_DIR)
+            .join(by_bytes[1].file_name()),
+    )
+    .unwrap();
     let rest = spool.claim_oldest_batch(16, u64::MAX, 1);
-    assert_eq!(seqs(&rest), [1, 2, 3, 4, 9, 10], "oldest first, claimed ones skipped");
+    assert_eq!(
+        seqs(&rest),
+        [1, 2, 3, 4, 9, 10],
+        "oldest first, claimed ones skipped"
+    );
     assert!(spool.claim_oldest_batch(16, u64::MAX, 1).is_empty());
 
     let reads = spool.read_batch(&rest).await;
-    let names: Vec<String> = reads
-        .into_iter()
-        .map(|read| read.unwrap().0.name)
-        .collect();
+    let names: Vec<String> = reads.into_iter().map(|read| read.unwrap().0.name).collect();
     assert_eq!(names, ["o/01", "o/02", "o/03", "o/04", "o/09", "o/10"]);
     let reads = spool.read_batch(&by_bytes).await;
     assert_eq!(reads[0].as_ref().unwrap().1, payload(1000));

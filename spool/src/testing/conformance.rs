@@ -195,7 +195,9 @@ pub async fn read_all_answers_per_path_in_order(disk: &dyn Disk, dir: &Path) {
     for (i, path) in paths.iter().enumerate() {
         if i % 5 != 2 {
             let data = vec![i as u8; 100 * i + 1];
-            disk.create_synced(path, Contents::from(data)).await.unwrap();
+            disk.create_synced(path, Contents::from(data))
+                .await
+                .unwrap();
         }
     }
     let results = disk.read_all(&paths).await.expect("read_all");

@@ -165,7 +165,9 @@ impl FlakyStore {
 /// True when `location` starts with the prefix held in `prefix`, if any.
 fn starts_with(prefix: &Mutex<Option<String>>, location: &ObjectPath) -> bool {
     let prefix = prefix.lock().unwrap();
-    prefix.as_deref().is_some_and(|p| location.as_ref().starts_with(p))
+    prefix
+        .as_deref()
+        .is_some_and(|p| location.as_ref().starts_with(p))
 }
 
 fn connection_refused() -> object_store::Error {
