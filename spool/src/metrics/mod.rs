@@ -10,7 +10,7 @@
 //! | `spool_bytes` | gauge | bytes of entry files stored |
 //! | `spool_oldest_age_seconds` | gauge | age of the oldest entry by the spool's clock (0 when empty) |
 //! | `spool_oldest_entry_created_timestamp_seconds` | gauge | creation time of the oldest entry, Unix seconds; absent when the spool is empty |
-//! | `spool_claimed_files` | gauge | entries a drainer worker is sending now |
+//! | `spool_claimed_files` | gauge | entries claimed by drainer workers: being sent, or read ahead |
 //! | `spool_reserved_files`, `spool_reserved_bytes` | gauge | room held by puts in progress |
 //! | `spool_max_files`, `spool_max_bytes` | gauge | the configured bounds |
 //! | `spool_quarantined_files`, `spool_dead_letter_files` | gauge | files set aside, still on disk |
@@ -541,7 +541,7 @@ fn gauges(s: &Stats) -> [GaugeRow; 12] {
         ),
         (
             CLAIMED_FILES,
-            "Entries a drainer worker is sending now",
+            "Entries claimed by drainer workers: being sent, or read ahead to be sent next",
             None,
             n(s.claimed),
         ),
