@@ -1,5 +1,6 @@
 //! The disk seam: the eleven file-system operations the spool needs, and nothing
-//! else (three of them are batches whose default makes one call per file).
+//! else (`remove_all` and `read_all` are batches whose default makes one call per
+//! file; `write_and_rename` is two calls in one).
 //!
 //! Production uses [`StdDisk`] (`std::fs` on tokio's blocking pool, so an fsync never
 //! stalls an async worker). A simulation supplies a disk that forgets what was not
@@ -89,7 +90,8 @@ pub trait Disk: Send + Sync + 'static {
     /// The whole contents of `path`.
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>>;
     /// The whole contents of every file in `paths`, as one call; one result per
-    /// path, in the order of `paths`.
+    /// path, in the order of `paths`. An error for the whole call says nothing about
+    /// any one file (it is never taken to mean a file is missing).
     fn read_all<'a>(&'a self, paths: &'a [PathBuf]) -> DiskFuture<'a, Vec<io::Result<Vec<u8>>>> {
         Box::pin(async move {
             let mut results = Vec::with_capacity(paths.len());

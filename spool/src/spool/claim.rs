@@ -34,7 +34,8 @@ pub enum ReadError {
         path: PathBuf,
         /// The underlying error.
         source: io::Error,
-        /// Failed reads of this entry in a row, this one included.
+        /// Failed reads of this entry in a row, this one included when it came from
+        /// [`Spool::read`] ([`Spool::read_batch`] does not count).
         failures: u8,
     },
 }
@@ -119,8 +120,8 @@ impl Spool {
         let max_entries = (max_entries as u64).min(share).max(1) as usize;
         let mut claims = Vec::with_capacity(max_entries.min(unclaimed as usize));
         let mut bytes = 0;
-        // Claimed entries (a handful per worker, and those waiting for the remover)
-        // are skipped.
+        // Claimed entries are skipped: up to READ_AHEAD_ENTRIES per drainer worker,
+        // and those waiting for the remover.
         for (&seq, meta) in state.index.iter_mut().filter(|(_, m)| !m.claimed) {
             if claims.len() == max_entries
                 || (!claims.is_empty() && bytes + meta.file_bytes > max_bytes)
@@ -174,11 +175,21 @@ impl Spool {
     pub async fn read(&self, claim: &Claim) -> Result<(Header, Bytes), ReadError> {
         let mut reads = self.read_batch(std::slice::from_ref(claim)).await;
         debug_assert_eq!(reads.len(), 1);
-        reads.pop().expect("one read per claim")
+        match reads.pop().expect("one read per claim") {
+            Err(ReadError::Io { path, source, .. }) => Err(ReadError::Io {
+                path,
+                source,
+                failures: self.count_read_failure(claim.seq),
+            }),
+            other => other,
+        }
     }
 
     /// Reads and verifies claimed entries as [`Spool::read`] does, in one disk call;
-    /// one result per claim, in order.
+    /// one result per claim, in order. A failed read is not counted: read that entry
+    /// alone with [`Spool::read`] before acting on the error, so that a burst of
+    /// device errors over a batch counts against the entry being worked on only,
+    /// not against every entry read with it.
     pub async fn read_batch(&self, claims: &[Claim]) -> Vec<Result<(Header, Bytes), ReadError>> {
         let paths: Vec<PathBuf> = claims
             .iter()
@@ -186,9 +197,10 @@ impl Spool {
             .collect();
         let reads = match self.inner.disk.read_all(&paths).await {
             Ok(reads) => reads,
+            // Never `NotFound` for each file: that would forget entries still on disk.
             Err(e) => paths
                 .iter()
-                .map(|_| Err(io::Error::new(e.kind(), e.to_string())))
+                .map(|_| Err(io::Error::other(format!("reading a batch failed: {e}"))))
                 .collect(),
         };
         debug_assert_eq!(reads.len(), claims.len(), "one read per claim");
@@ -200,7 +212,8 @@ impl Spool {
             .collect()
     }
 
-    /// Verifies what a read of `claim`'s file gave, and counts failed reads in a row.
+    /// Verifies what a read of `claim`'s file gave. A good read resets the entry's
+    /// count of failed reads; a failed one reports the count without adding to it.
     fn verify_read(
         &self,
         claim: &Claim,
@@ -218,18 +231,21 @@ impl Spool {
                 Ok(layout::verify(&claim.file, Bytes::from(data))?)
             }
             Err(source) if source.kind() == io::ErrorKind::NotFound => Err(ReadError::Gone(path)),
-            Err(source) => {
-                let failures = meta.map_or(UNREADABLE_AFTER, |m| {
-                    m.read_failures = m.read_failures.saturating_add(1);
-                    m.read_failures
-                });
-                Err(ReadError::Io {
-                    path,
-                    source,
-                    failures,
-                })
-            }
+            Err(source) => Err(ReadError::Io {
+                path,
+                source,
+                failures: meta.map_or(UNREADABLE_AFTER, |m| m.read_failures),
+            }),
         }
+    }
+
+    /// Counts one more failed read of entry `seq` in a row; returns the count.
+    fn count_read_failure(&self, seq: u64) -> u8 {
+        let mut state = self.state();
+        state.index.get_mut(&seq).map_or(UNREADABLE_AFTER, |m| {
+            m.read_failures = m.read_failures.saturating_add(1);
+            m.read_failures
+        })
     }
 
     /// Deletes a claimed entry whose object is safely in the store, and returns once

@@ -129,6 +129,11 @@ impl MemDisk {
         self.unreadable.lock().unwrap().insert(path.to_path_buf());
     }
 
+    /// Makes reads of `path` succeed again (the bad sector was remapped).
+    pub fn make_readable(&self, path: &Path) {
+        self.unreadable.lock().unwrap().remove(path);
+    }
+
     /// Overwrites a file's contents in place (to simulate corruption).
     pub fn corrupt(&self, path: &Path, f: impl FnOnce(&mut Vec<u8>)) {
         f(self
