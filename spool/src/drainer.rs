@@ -21,8 +21,8 @@
 //! must wait (a retry's backoff, a read that failed) first gives back the entries it
 //! read ahead, so one failing object never holds up others: an entry read ahead waits
 //! behind a failing one for at most one attempt (a write, and after a 412 a read of
-//! the existing object, each with its timeout), and behind slow successes for as
-//! long as they take, as the entries of one worker always did.
+//! the existing object, each with its timeout), but behind the slow successes of
+//! the entries before it for as long as they take.
 //!
 //! A write may take `put_timeout` plus its size over `min_bytes_per_second`, so a
 //! large entry on a slow link is not retried forever. Backoff is per worker:
