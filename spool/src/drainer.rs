@@ -14,15 +14,18 @@
 //! | permanent failure (400, 403, ...) | dead-letter with the error, go on |
 //! | entry fails verification, or cannot be read 5 times in a row | quarantine with the reason, go on |
 //!
-//! A worker reads ahead: it claims up to [`READ_AHEAD_ENTRIES`] entries or
-//! [`READ_AHEAD_BYTES`] (always one, and no more than its share of the unclaimed
-//! entries, so every worker finds work) and reads them in one disk call, because a
-//! hand-off to a blocking thread costs more than reading a small entry. A worker that
-//! must wait (a retry's backoff, a read that failed) first gives back the entries it
-//! read ahead, so one failing object never holds up others: an entry read ahead waits
-//! behind a failing one for at most one attempt (a write, and after a 412 a read of
-//! the existing object, each with its timeout), but behind the slow successes of
-//! the entries before it for as long as they take.
+//! A worker reads ahead where writes are fast: it claims as many entries as its last
+//! successful write's duration fits in [`READ_AHEAD_WAIT`], at most
+//! [`READ_AHEAD_ENTRIES`] or [`READ_AHEAD_BYTES`] (always one, one after a failed
+//! write, and no more than its share of the unclaimed entries, so every worker finds
+//! work) and reads them in one disk call, because a hand-off to a blocking thread
+//! costs more than reading a small entry. Against a store that takes tens of
+//! milliseconds per write it reads one entry at a time: there the hand-off is
+//! negligible, and an entry read ahead would only wait. A worker gives back the
+//! entries it read ahead when it must wait (a retry's backoff, a read that failed) and
+//! when a write has taken longer than [`READ_AHEAD_WAIT`], so a slow or failing
+//! object holds up no other entry for longer than that while another worker could
+//! take it.
 //!
 //! A write may take `put_timeout` plus its size over `min_bytes_per_second`, so a
 //! large entry on a slow link is not retried forever. Backoff is per worker:
@@ -53,6 +56,25 @@ pub const READ_AHEAD_ENTRIES: usize = 16;
 /// oldest entry alone is larger: a worker holds at most this much (or one entry)
 /// in memory.
 pub const READ_AHEAD_BYTES: u64 = 1 << 20;
+/// About the longest an entry read ahead waits for the writes before it on its
+/// worker: a worker reads ahead as many entries as its last write's duration fits in
+/// this, and gives back what it read ahead once a write has taken this long.
+pub const READ_AHEAD_WAIT: Duration = Duration::from_millis(10);
+
+/// How many entries to read ahead after a successful write that took `last_write`
+/// (`None`: no write yet, or the last one failed).
+fn read_ahead_entries(last_write: Option<Duration>) -> usize {
+    let Some(last_write) = last_write else {
+        return 1;
+    };
+    let fits = READ_AHEAD_WAIT
+        .as_nanos()
+        .checked_div(last_write.as_nanos())
+        .unwrap_or(u128::MAX);
+    usize::try_from(fits)
+        .unwrap_or(usize::MAX)
+        .clamp(1, READ_AHEAD_ENTRIES)
+}
 
 /// Settings for a [`Drainer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,6 +145,7 @@ impl Drainer {
                     rng,
                     stopped: stopped.clone(),
                     ahead: VecDeque::new(),
+                    last_write: None,
                 };
                 tokio::spawn(worker.run())
             })
@@ -171,6 +194,9 @@ struct Worker {
     stopped: watch::Receiver<bool>,
     /// Entries claimed and read, oldest first, not yet worked on.
     ahead: VecDeque<ReadAhead>,
+    /// How long the last write took, when it settled its entry; `None` before the
+    /// first and after a failed one. Sizes the next read-ahead.
+    last_write: Option<Duration>,
 }
 
 impl Worker {
@@ -182,7 +208,7 @@ impl Worker {
                     biased;
                     _ = self.stopped.wait_for(|s| *s) => return,
                     claims = self.spool.claim_next_batch(
-                        READ_AHEAD_ENTRIES,
+                        read_ahead_entries(self.last_write),
                         READ_AHEAD_BYTES,
                         self.config.workers.max(1),
                     ) => claims,
@@ -255,7 +281,11 @@ impl Worker {
             }
         };
         loop {
-            let step = self.attempt(&header, &payload).await;
+            let (step, took) = self.attempt_giving_back_when_slow(&header, &payload).await;
+            self.last_write = match step {
+                Step::Retry(_) => None,
+                Step::Done(_) | Step::DeadLetter(_) => Some(took),
+            };
             let settled = match step {
                 Step::Done(how) => {
                     backoff.reset();
@@ -299,47 +329,75 @@ impl Worker {
         }
     }
 
-    async fn attempt(&self, header: &Header, payload: &Bytes) -> Step {
-        let metrics = self.spool.metrics();
-        let timeout = self.config.write_timeout(payload.len() as u64);
+    /// One attempt at an entry, and how long it took. Once it has taken
+    /// [`READ_AHEAD_WAIT`], the entries read ahead go back to the queue, for workers
+    /// that are idle meanwhile.
+    async fn attempt_giving_back_when_slow(
+        &mut self,
+        header: &Header,
+        payload: &Bytes,
+    ) -> (Step, Duration) {
         let started = Instant::now();
-        let result = self
-            .remote
-            .put_if_absent(&header.name, payload.clone(), &header.attributes, timeout)
-            .await;
-        metrics
-            .drain_write_seconds
-            .observe(started.elapsed().as_secs_f64());
-        let error = match result {
-            Ok(()) => return Step::Done(DrainOutcome::Uploaded),
-            Err(e) => e,
+        let writing = attempt(&self.spool, &self.remote, &self.config, header, payload);
+        tokio::pin!(writing);
+        let step = if self.ahead.is_empty() {
+            writing.await
+        } else {
+            tokio::select! {
+                biased;
+                step = &mut writing => step,
+                () = tokio::time::sleep(READ_AHEAD_WAIT) => {
+                    self.ahead.clear();
+                    writing.await
+                }
+            }
         };
-        metrics.store_error(WritePath::Drain, error.kind_label());
-        if !matches!(error, StoreError::AlreadyExists { .. }) {
-            return if error.is_retryable() {
-                Step::Retry(error)
-            } else {
-                Step::DeadLetter(error.to_string())
-            };
-        }
-        let conflict = |detail: String| {
-            let conflict = StoreError::Conflict { detail };
-            metrics.store_error(WritePath::Drain, conflict.kind_label());
-            Step::DeadLetter(conflict.to_string())
+        (step, started.elapsed())
+    }
+}
+
+/// Writes an entry create-if-absent and says what to do next (see the module's table).
+async fn attempt(
+    spool: &Spool,
+    remote: &Remote,
+    config: &DrainerConfig,
+    header: &Header,
+    payload: &Bytes,
+) -> Step {
+    let metrics = spool.metrics();
+    let timeout = config.write_timeout(payload.len() as u64);
+    let started = Instant::now();
+    let result = remote
+        .put_if_absent(&header.name, payload.clone(), &header.attributes, timeout)
+        .await;
+    metrics
+        .drain_write_seconds
+        .observe(started.elapsed().as_secs_f64());
+    let error = match result {
+        Ok(()) => return Step::Done(DrainOutcome::Uploaded),
+        Err(e) => e,
+    };
+    metrics.store_error(WritePath::Drain, error.kind_label());
+    if !matches!(error, StoreError::AlreadyExists { .. }) {
+        return if error.is_retryable() {
+            Step::Retry(error)
+        } else {
+            Step::DeadLetter(error.to_string())
         };
-        match self
-            .remote
-            .check_existing(&header.name, payload, timeout)
-            .await
-        {
-            Ok(Existing::Matches) => Step::Done(DrainOutcome::AlreadyPresent),
-            // Deleted since the 412: the next create will succeed.
-            Ok(Existing::Missing) => Step::Retry(error),
-            Ok(Existing::Differs(detail)) => conflict(detail),
-            Ok(Existing::Unverifiable(detail)) => conflict(format!("cannot verify: {detail}")),
-            Err(e) if e.is_retryable() => Step::Retry(e),
-            Err(e) => conflict(format!("cannot verify: {e}")),
-        }
+    }
+    let conflict = |detail: String| {
+        let conflict = StoreError::Conflict { detail };
+        metrics.store_error(WritePath::Drain, conflict.kind_label());
+        Step::DeadLetter(conflict.to_string())
+    };
+    match remote.check_existing(&header.name, payload, timeout).await {
+        Ok(Existing::Matches) => Step::Done(DrainOutcome::AlreadyPresent),
+        // Deleted since the 412: the next create will succeed.
+        Ok(Existing::Missing) => Step::Retry(error),
+        Ok(Existing::Differs(detail)) => conflict(detail),
+        Ok(Existing::Unverifiable(detail)) => conflict(format!("cannot verify: {detail}")),
+        Err(e) if e.is_retryable() => Step::Retry(e),
+        Err(e) => conflict(format!("cannot verify: {e}")),
     }
 }
 
@@ -417,10 +475,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_object_the_store_keeps_refusing_holds_up_no_other_entry() {
         let (spool, _) = mem_spool(SpoolConfig::default()).await;
-        fill_numbered(&spool, 12).await;
+        fill_numbered(&spool, 14).await;
         let store = FlakyStore::new(Mode::Healthy);
-        // The oldest entry: its worker read ahead its share (6 of 12) with it.
-        store.fail_retryably("o/00");
+        // After one write each, the workers read ahead their shares: the failing
+        // entry in the middle of a batch, with later ones behind it.
+        store.fail_retryably("o/04");
         let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(2));
 
         // Long enough for many backoffs (cap 4 s), and nothing else fails.
@@ -430,19 +489,61 @@ mod tests {
             stats.files, 1,
             "entries read ahead with the failing one waited behind it"
         );
-        assert_eq!(store.contents().await.len(), 11);
+        assert_eq!(store.contents().await.len(), 13);
         assert!(spool.metrics().drain_retries_total() > 5);
         drainer.shutdown().await;
         assert_eq!(spool.stats().files, 1, "the refused entry stays spooled");
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_slow_write_holds_up_what_was_read_ahead_only_briefly() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        fill_numbered(&spool, 12).await;
+        let store = FlakyStore::new(Mode::Healthy);
+        // A slow success in the middle of a worker's read-ahead; the other worker
+        // finishes its own share long before it lands.
+        // (3 s: within the 5 s write timeout of `config`.)
+        store.slow("o/03", Duration::from_secs(3));
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(2));
+
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let landed: Vec<String> = store.contents().await.into_iter().map(|(n, _)| n).collect();
+        assert_eq!(
+            landed.len(),
+            11,
+            "entries waited behind a slow write: {landed:?}"
+        );
+        assert!(!landed.contains(&"o/03".to_string()));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        assert_eq!(store.contents().await.len(), 12);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn workers_whose_writes_are_slow_read_one_entry_at_a_time() {
+        let (spool, disk) = mem_spool(SpoolConfig::default()).await;
+        fill_numbered(&spool, 20).await;
+        let store = FlakyStore::new(Mode::Healthy);
+        // Every write takes 50 ms, longer than an entry read ahead should wait.
+        store.slow("o/", Duration::from_millis(50));
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(2));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        assert_eq!(store.contents().await.len(), 20);
+        // Batches read ahead and given back after the wait would read entries again.
+        assert_eq!(disk.reads.load(Ordering::SeqCst), 20, "entries read again");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn shutdown_gives_back_what_was_read_ahead() {
         let (spool, _) = mem_spool(SpoolConfig::default()).await;
-        fill_numbered(&spool, 8).await;
+        fill_numbered(&spool, 9).await;
         let store = FlakyStore::new(Mode::Gated);
         let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(1));
-        store.wait_for_attempts(1).await;
+        // The first write, alone, lands at once; then the worker reads the other 8
+        // ahead.
+        store.let_through(1);
+        store.wait_for_attempts(2).await;
         assert_eq!(spool.stats().claimed, 8, "one worker reads all 8 ahead");
         store.let_through(1);
         let asked = tokio::time::Instant::now();
@@ -450,10 +551,10 @@ mod tests {
         // Had the worker not stopped between entries, its next write would have
         // waited at the gate until its timeout.
         assert_eq!(asked.elapsed(), Duration::ZERO, "shutdown waited");
-        assert_eq!(store.put_attempts.load(Ordering::SeqCst), 1);
+        assert_eq!(store.put_attempts.load(Ordering::SeqCst), 2);
         let stats = spool.stats();
         assert_eq!((stats.files, stats.claimed), (7, 0), "{stats:?}");
-        assert_eq!(store.contents().await.len(), 1);
+        assert_eq!(store.contents().await.len(), 2);
     }
 
     #[tokio::test(start_paused = true)]
@@ -478,9 +579,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_burst_of_read_errors_counts_against_one_entry_not_the_batch() {
         let (spool, disk) = mem_spool(SpoolConfig::default()).await;
-        fill_numbered(&spool, 16).await;
+        fill_numbered(&spool, 17).await;
         let entries = Path::new("/spool/entries");
-        let files = disk.list(entries).await.unwrap();
+        let mut files = disk.list(entries).await.unwrap();
+        files.sort();
+        // The oldest is read and written alone; the worker then reads the other 16
+        // ahead in one batch, every one of them failing.
+        let files = files.split_off(1);
         for file in &files {
             disk.make_unreadable(&entries.join(file));
         }
@@ -502,7 +607,7 @@ mod tests {
         until_empty(&spool).await;
         drainer.shutdown().await;
         assert_eq!(spool.stats().quarantined_files, 1);
-        assert_eq!(store.contents().await.len(), 15);
+        assert_eq!(store.contents().await.len(), 16);
     }
 
     #[tokio::test(start_paused = true)]

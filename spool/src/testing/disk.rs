@@ -121,6 +121,8 @@ pub struct MemDisk {
     locks: Arc<Mutex<std::collections::BTreeSet<std::path::PathBuf>>>,
     /// Files whose every read fails with EIO (a bad sector).
     unreadable: Mutex<std::collections::BTreeSet<std::path::PathBuf>>,
+    /// Files read so far, whatever the result.
+    pub reads: std::sync::atomic::AtomicU64,
 }
 
 impl MemDisk {
@@ -211,6 +213,7 @@ impl Disk for MemDisk {
         Box::pin(std::future::ready(result))
     }
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if self.unreadable.lock().unwrap().contains(path) {
             return Box::pin(std::future::ready(Err(std::io::Error::other(
                 "Input/output error (bad sector)",

@@ -46,6 +46,8 @@ pub struct FlakyStore {
     poison_prefix: Mutex<Option<String>>,
     /// Names whose writes fail with a connection error (retryable) whatever the mode.
     failing_prefix: Mutex<Option<String>>,
+    /// Names whose writes take this long before the mode answers them.
+    slow_prefix: Mutex<Option<(String, std::time::Duration)>>,
     /// Writes tried, whatever their result.
     pub put_attempts: AtomicU64,
     puts: AtomicU64,
@@ -68,6 +70,7 @@ impl FlakyStore {
             mode: Mutex::new(mode),
             poison_prefix: Mutex::new(None),
             failing_prefix: Mutex::new(None),
+            slow_prefix: Mutex::new(None),
             put_attempts: AtomicU64::new(0),
             puts: AtomicU64::new(0),
             wake_at: AtomicU64::new(u64::MAX),
@@ -140,6 +143,12 @@ impl FlakyStore {
         *self.failing_prefix.lock().unwrap() = Some(prefix.into());
     }
 
+    /// Makes writes of names starting with `prefix` take `delay` (tokio time) before
+    /// the mode answers them: a slow success when healthy.
+    pub fn slow(&self, prefix: &str, delay: std::time::Duration) {
+        *self.slow_prefix.lock().unwrap() = Some((prefix.into(), delay));
+    }
+
     /// Names and bytes of every stored object, in name order.
     pub async fn contents(&self) -> Vec<(String, Bytes)> {
         use futures::TryStreamExt;
@@ -206,6 +215,16 @@ impl ObjectStore for FlakyStore {
         }
         if starts_with(&self.failing_prefix, location) {
             return Err(connection_refused());
+        }
+        let delay = self
+            .slow_prefix
+            .lock()
+            .unwrap()
+            .as_ref()
+            .filter(|(prefix, _)| location.as_ref().starts_with(prefix.as_str()))
+            .map(|(_, delay)| *delay);
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
         }
         let mode = *self.mode.lock().unwrap();
         match mode {
