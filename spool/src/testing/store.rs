@@ -46,8 +46,9 @@ pub struct FlakyStore {
     poison_prefix: Mutex<Option<String>>,
     /// Names whose writes fail with a connection error (retryable) whatever the mode.
     failing_prefix: Mutex<Option<String>>,
-    /// Names whose writes take this long before the mode answers them.
-    slow_prefix: Mutex<Option<(String, std::time::Duration)>>,
+    /// Names whose writes take `slow_delay` before the mode answers them.
+    slow_prefix: Mutex<Option<String>>,
+    slow_delay: Mutex<std::time::Duration>,
     /// Writes tried, whatever their result.
     pub put_attempts: AtomicU64,
     puts: AtomicU64,
@@ -71,6 +72,7 @@ impl FlakyStore {
             poison_prefix: Mutex::new(None),
             failing_prefix: Mutex::new(None),
             slow_prefix: Mutex::new(None),
+            slow_delay: Mutex::new(std::time::Duration::ZERO),
             put_attempts: AtomicU64::new(0),
             puts: AtomicU64::new(0),
             wake_at: AtomicU64::new(u64::MAX),
@@ -146,7 +148,8 @@ impl FlakyStore {
     /// Makes writes of names starting with `prefix` take `delay` (tokio time) before
     /// the mode answers them: a slow success when healthy.
     pub fn slow(&self, prefix: &str, delay: std::time::Duration) {
-        *self.slow_prefix.lock().unwrap() = Some((prefix.into(), delay));
+        *self.slow_delay.lock().unwrap() = delay;
+        *self.slow_prefix.lock().unwrap() = Some(prefix.into());
     }
 
     /// Names and bytes of every stored object, in name order.
@@ -216,14 +219,8 @@ impl ObjectStore for FlakyStore {
         if starts_with(&self.failing_prefix, location) {
             return Err(connection_refused());
         }
-        let delay = self
-            .slow_prefix
-            .lock()
-            .unwrap()
-            .as_ref()
-            .filter(|(prefix, _)| location.as_ref().starts_with(prefix.as_str()))
-            .map(|(_, delay)| *delay);
-        if let Some(delay) = delay {
+        if starts_with(&self.slow_prefix, location) {
+            let delay = *self.slow_delay.lock().unwrap();
             tokio::time::sleep(delay).await;
         }
         let mode = *self.mode.lock().unwrap();
