@@ -11,13 +11,26 @@
 //! the same 90 simulated minutes at the workload's rate, but nothing of the bench's
 //! own: a client host sends `PUT`s with bodies of the workload's mean size over four
 //! keep-alive connections made with hyper's connection API, and a hyper server on a
-//! second host reads each body and answers 200 with no body. No spool, no
-//! `object_store` client, no fake Cloud Storage, no disk: turmoil's step, its TCP and
-//! hyper.
+//! second host reads each body and answers 200 with an `ETag` and no body. No spool,
+//! no `object_store` client, no fake Cloud Storage, no disk: turmoil's step, its TCP
+//! and hyper.
+//!
+//! Between the two, the parts the design requires of every simulated request, added
+//! one at a time over the same network and pacing, each still without a spool, a
+//! producer or a disk:
+//! - `object_store_to_bare-90m`: the `object_store` GCS client (built as the
+//!   simulation builds it, `sim::connector::gcs_store`) making create-if-absent puts
+//!   to the bare server: what the real client costs over hyper's;
+//! - `hyper_to_fake-90m`: the bare client's `PUT`s, with `x-goog-if-generation-match:
+//!   0` as the client sends them, to the fake Cloud Storage without faults (as a
+//!   turmoil host, `sim::gcs_host::serve`): what the fake costs over a bare server;
+//! - `object_store_to_fake-90m`: both. The slice's cost per request over this one is
+//!   what the spool, the producer, the ledger, the simulated disk and the scenario's
+//!   faults add.
 //!
 //! Runs on mimalloc, as the `sim` binary does. After the run, the wall time per step
-//! and per request is printed beside each figure, and the slice's cost per request
-//! over the baseline's.
+//! and per request is printed beside each figure, and each one's cost per request
+//! over the bare loop's.
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
 use std::cell::Cell;
@@ -74,60 +87,86 @@ fn us_central1_slice() -> Scenario {
 /// 50 writes/s one request per 80 ms, longer than the slowest round trip (2 x 15 ms),
 /// so no request queues behind another.
 const CONNECTIONS: u64 = 4;
-const BARE_PORT: u16 = 80;
+const SERVER_PORT: u16 = 80;
+const BUCKET: &str = "bucket";
 
-/// The baseline: `PUT`s at the slice's rate, over its network, with nothing but hyper
-/// on either end. Returns the steps and requests of the run.
-fn bare_hyper(scenario: &Scenario) -> Work {
+/// What answers the baseline's requests.
+#[derive(Clone, Copy)]
+enum Server {
+    /// hyper's HTTP/1 server, reading each body and answering 200 with an `ETag`
+    /// (`object_store` refuses a put answer without one).
+    BareHyper,
+    /// The fake Cloud Storage without faults, as the simulation serves it.
+    Fake,
+}
+
+/// What sends the baseline's requests.
+#[derive(Clone, Copy)]
+enum Client {
+    /// hyper's HTTP/1 client over `CONNECTIONS` keep-alive connections.
+    BareHyper,
+    /// The `object_store` GCS client as the simulation builds it, `CONNECTIONS`
+    /// tasks sharing its connection pool.
+    ObjectStore,
+}
+
+/// A baseline: `PUT`s at the slice's rate, over its network, from `client` to
+/// `server`, with nothing of the spool's. Returns the steps and requests of the run.
+fn baseline(scenario: &Scenario, server: Server, client: Client) -> Work {
     let mut sim = sim::world::build_sim(scenario);
-    sim.host("server", || async {
-        let listener = turmoil::net::TcpListener::bind(("0.0.0.0", BARE_PORT)).await?;
-        loop {
-            let (stream, _) = listener.accept().await?;
-            tokio::spawn(async move {
-                let answer = hyper::service::service_fn(
-                    |request: hyper::Request<hyper::body::Incoming>| async {
-                        request.into_body().collect().await?;
-                        Ok::<_, hyper::Error>(hyper::Response::new(Empty::<Bytes>::new()))
-                    },
-                );
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), answer)
-                    .await;
-            });
+    match server {
+        Server::BareHyper => sim.host("server", serve_bare),
+        Server::Fake => {
+            let fake = fake_gcs::FakeGcs::new(
+                fake_gcs::FakeGcsConfig {
+                    buckets: vec![BUCKET.to_string()],
+                    ..fake_gcs::FakeGcsConfig::default()
+                },
+                std::sync::Arc::new(sim::gcs_host::TurmoilClock::new()),
+            )
+            .expect("the fake starts");
+            sim.host("server", move || {
+                let fake = fake.clone();
+                async move {
+                    sim::gcs_host::serve(fake, SERVER_PORT).await?;
+                    Ok(())
+                }
+            })
         }
-    });
+    }
     let interval = Duration::from_secs_f64(CONNECTIONS as f64 / scenario.workload.rate);
     let per_connection = (scenario.duration.as_secs_f64() / interval.as_secs_f64()) as u64;
     let body = Bytes::from(vec![0xa5; scenario.workload.size.mean() as usize]);
     sim.client("client", async move {
-        let connections = (0..CONNECTIONS).map(|c| {
-            let body = body.clone();
+        let store = match client {
+            Client::BareHyper => None,
+            Client::ObjectStore => Some(sim::connector::gcs_store(
+                &format!("http://server:{SERVER_PORT}"),
+                BUCKET,
+            )?),
+        };
+        let senders = (0..CONNECTIONS).map(|c| {
+            let (body, store) = (body.clone(), store.clone());
             async move {
-                let stream = turmoil::net::TcpStream::connect(("server", BARE_PORT)).await?;
-                let (mut sender, connection) =
-                    hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-                tokio::spawn(connection);
+                let mut sender = match store {
+                    Some(store) => Sender::ObjectStore(store),
+                    None => Sender::connect().await?,
+                };
                 let start = tokio::time::Instant::now() + interval * c as u32 / CONNECTIONS as u32;
                 for i in 0..per_connection {
                     tokio::time::sleep_until(start + interval * i as u32).await;
-                    let request = hyper::Request::put(format!("/bucket/o/{c}/{i:010}"))
-                        .header(hyper::header::HOST, "server")
-                        .body(Full::new(body.clone()))?;
-                    let response = sender.send_request(request).await?;
-                    assert_eq!(response.status(), 200);
-                    response.into_body().collect().await?;
+                    sender.put(&format!("o/{c}/{i:010}"), body.clone()).await?;
                 }
                 Ok::<_, Box<dyn std::error::Error>>(())
             }
         });
-        for result in futures::future::join_all(connections).await {
+        for result in futures::future::join_all(senders).await {
             result?;
         }
         Ok(())
     });
     let mut steps = 0;
-    while !sim.step().expect("the bare loop runs") {
+    while !sim.step().expect("the baseline runs") {
         steps += 1;
     }
     Work {
@@ -135,6 +174,87 @@ fn bare_hyper(scenario: &Scenario) -> Work {
         requests: CONNECTIONS * per_connection,
     }
 }
+
+/// The bare server's host: hyper on every accepted connection.
+async fn serve_bare() -> Result<(), Box<dyn std::error::Error>> {
+    let listener = turmoil::net::TcpListener::bind(("0.0.0.0", SERVER_PORT)).await?;
+    loop {
+        let (stream, _) = listener.accept().await?;
+        tokio::spawn(async move {
+            let answer = hyper::service::service_fn(
+                |request: hyper::Request<hyper::body::Incoming>| async {
+                    request.into_body().collect().await?;
+                    let mut response = hyper::Response::new(Empty::<Bytes>::new());
+                    response.headers_mut().insert(
+                        hyper::header::ETAG,
+                        hyper::header::HeaderValue::from_static("\"1\""),
+                    );
+                    Ok::<_, hyper::Error>(response)
+                },
+            );
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), answer)
+                .await;
+        });
+    }
+}
+
+/// One of the baseline's senders.
+enum Sender {
+    BareHyper(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+    ObjectStore(std::sync::Arc<dyn object_store::ObjectStore>),
+}
+
+impl Sender {
+    /// A keep-alive hyper connection to the server.
+    async fn connect() -> Result<Sender, Box<dyn std::error::Error>> {
+        let stream = turmoil::net::TcpStream::connect(("server", SERVER_PORT)).await?;
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+        tokio::spawn(connection);
+        Ok(Sender::BareHyper(sender))
+    }
+
+    /// Creates `name` with `body`, as the simulation's writes do (create-if-absent).
+    async fn put(&mut self, name: &str, body: Bytes) -> Result<(), Box<dyn std::error::Error>> {
+        match self {
+            Sender::BareHyper(sender) => {
+                let request = hyper::Request::put(format!("/{BUCKET}/{name}"))
+                    .header(hyper::header::HOST, "server")
+                    .header("x-goog-if-generation-match", "0")
+                    .body(Full::new(body))?;
+                let response = sender.send_request(request).await?;
+                assert_eq!(response.status(), 200);
+                response.into_body().collect().await?;
+            }
+            Sender::ObjectStore(store) => {
+                let options = object_store::PutOptions {
+                    mode: object_store::PutMode::Create,
+                    ..object_store::PutOptions::default()
+                };
+                store.put_opts(&name.into(), body.into(), options).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The baselines, from the least a request costs to the parts every simulated request
+/// needs.
+const BASELINES: [(&str, Server, Client); 4] = [
+    ("bare_hyper-90m", Server::BareHyper, Client::BareHyper),
+    (
+        "object_store_to_bare-90m",
+        Server::BareHyper,
+        Client::ObjectStore,
+    ),
+    ("hyper_to_fake-90m", Server::Fake, Client::BareHyper),
+    (
+        "object_store_to_fake-90m",
+        Server::Fake,
+        Client::ObjectStore,
+    ),
+];
 
 /// What one run did, to turn a median into cost per step and per request.
 #[derive(Default, Clone, Copy)]
@@ -182,11 +302,13 @@ fn simulation(c: &mut Criterion) -> Vec<(&'static str, Work)> {
     let slice = us_central1_slice();
     group.measurement_time(Duration::from_secs(40));
     group.throughput(Throughput::Elements(slice.duration.as_secs()));
-    let last = Cell::new(Work::default());
-    group.bench_function("bare_hyper-90m", |b| {
-        b.iter(|| last.set(bare_hyper(&slice)))
-    });
-    work.push(("bare_hyper-90m", last.get()));
+    for (label, server, client) in BASELINES {
+        let last = Cell::new(Work::default());
+        group.bench_function(label, |b| {
+            b.iter(|| last.set(baseline(&slice, server, client)))
+        });
+        work.push((label, last.get()));
+    }
     group.finish();
     work
 }
@@ -214,13 +336,24 @@ fn summary(since: SystemTime, work: &[(&str, Work)]) {
             e.median_ns / 1e3 / work.steps as f64,
         );
     }
-    if let (Some(slice), Some(bare)) = (
+    let Some(&bare) = per_request.get("bare_hyper-90m") else {
+        return;
+    };
+    for (label, us) in &per_request {
+        if label.ends_with("-90m") && *label != "bare_hyper-90m" {
+            println!(
+                "  {label} per request / bare_hyper-90m per request: {:.2}",
+                us / bare
+            );
+        }
+    }
+    if let (Some(slice), Some(parts)) = (
         per_request.get("us-central1-90m"),
-        per_request.get("bare_hyper-90m"),
+        per_request.get("object_store_to_fake-90m"),
     ) {
         println!(
-            "  us-central1-90m per request / bare_hyper-90m per request: {:.2}",
-            slice / bare
+            "  us-central1-90m per request / object_store_to_fake-90m per request: {:.2} (what the spool, producer, ledger, disk and faults add)",
+            slice / parts
         );
     }
 }
