@@ -14,22 +14,7 @@ pub fn rfc3339_millis(unix_ms: u64) -> String {
 
 /// An HTTP date (RFC 7231 IMF-fixdate): `Thu, 08 Oct 2026 11:00:00 GMT`.
 pub fn http_date(unix_ms: u64) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    // Reuse humantime's calendar: "YYYY-MM-DDTHH:MM:SSZ".
-    let secs = unix_ms / 1000;
-    let iso = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs)).to_string();
-    let year = &iso[0..4];
-    let month: usize = iso[5..7].parse().unwrap_or(1);
-    let day = &iso[8..10];
-    let time = &iso[11..19];
-    let weekday = DAYS[((secs / 86_400) % 7) as usize];
-    format!(
-        "{weekday}, {day} {} {year} {time} GMT",
-        MONTHS[month.clamp(1, 12) - 1]
-    )
+    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(unix_ms / 1000))
 }
 
 /// Bytes percent-encoded in object names inside URLs we build (`mediaLink`,
@@ -88,6 +73,10 @@ mod tests {
         assert_eq!(rfc3339_millis(ms), "2026-10-08T11:00:00.000Z");
         assert_eq!(http_date(ms + 999), "Thu, 08 Oct 2026 11:00:00 GMT");
         assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(
+            http_date(1_709_251_199_000),
+            "Thu, 29 Feb 2024 23:59:59 GMT"
+        );
     }
 
     #[test]
