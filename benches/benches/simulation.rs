@@ -9,11 +9,11 @@
 //! Beside the slice, its baseline in the same run: `bare_hyper-90m`, the least a
 //! request over turmoil can cost. The same turmoil network (tick, latency, seed) for
 //! the same 90 simulated minutes at the workload's rate, but nothing of the bench's
-//! own: a client host sends `PUT`s with bodies of the workload's mean size over four
-//! keep-alive connections made with hyper's connection API, and a hyper server on a
-//! second host reads each body and answers 200 with an `ETag` and no body. No spool,
-//! no `object_store` client, no fake Cloud Storage, no disk: turmoil's step, its TCP
-//! and hyper.
+//! own: a client host sends `PUT`s (create-if-absent, `x-goog-if-generation-match:
+//! 0`) with bodies of the workload's mean size over four keep-alive connections made
+//! with hyper's connection API, and a hyper server on a second host reads each body
+//! and answers 200 with an `ETag` and no body. No spool, no `object_store` client, no
+//! fake Cloud Storage, no disk: turmoil's step, its TCP and hyper.
 //!
 //! Between the two, the parts the design requires of every simulated request, added
 //! one at a time over the same network and pacing, each still without a spool, a
