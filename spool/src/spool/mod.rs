@@ -134,46 +134,78 @@ struct State {
     removals: Vec<(u64, String)>,
     /// Entries the remover is deleting now.
     removing: Vec<u64>,
+    /// Calls of [`State::check`] since the index was last walked (debug builds).
+    changes_since_index_check: u64,
 }
+
+/// Changes between two whole-index passes of [`State::check`] at least: below this
+/// many entries the pass is cheap enough to run more often than once per entry.
+const INDEX_CHECK_MIN_CHANGES: u64 = 1024;
 
 impl State {
     /// The spool's own invariants, checked after every change in debug builds.
-    fn check(&self, config: &SpoolConfig) {
+    ///
+    /// Each call costs O(1): the running totals are checked against each other and
+    /// the bounds. The index itself is walked (its byte and claim totals summed)
+    /// once per `max(index.len(), INDEX_CHECK_MIN_CHANGES)` changes, so the walk
+    /// costs O(1) per change amortized: a debug build keeps its assertions without
+    /// turning a put into a pass over a backlog of millions. Open and recovery,
+    /// which rebuild the index, walk it at once ([`State::check_index`]).
+    fn check(&mut self, config: &SpoolConfig) {
         if cfg!(debug_assertions) {
-            // Open may find more than the caps allow (they were lowered); puts then
-            // reserve nothing until the drain has made room.
-            let held = self.index.len() as u64;
-            debug_assert!(
-                self.reserved_files == 0 || held + self.reserved_files <= config.max_files,
-                "held {held} + reserved {} files over max_files {}",
-                self.reserved_files,
-                config.max_files
-            );
-            debug_assert!(
-                self.reserved_bytes == 0 || self.bytes + self.reserved_bytes <= config.max_bytes,
-                "held {} + reserved {} bytes over max_bytes {}",
-                self.bytes,
-                self.reserved_bytes,
-                config.max_bytes
-            );
-            debug_assert_eq!(
-                self.bytes,
-                self.index.values().map(|m| m.file_bytes).sum::<u64>(),
-                "bytes disagree with the index"
-            );
-            debug_assert!(
-                self.claimed <= held,
-                "{} claims on {held} entries",
-                self.claimed
-            );
-            debug_assert!(
-                self.index
-                    .keys()
-                    .next_back()
-                    .is_none_or(|&max| max < self.next_seq),
-                "an indexed sequence number at or past next_seq {}",
-                self.next_seq
-            );
+            self.check_totals(config);
+            self.changes_since_index_check += 1;
+            let due = (self.index.len() as u64).max(INDEX_CHECK_MIN_CHANGES);
+            if self.changes_since_index_check >= due {
+                self.check_index();
+            }
+        }
+    }
+
+    /// The O(1) part of [`State::check`]: the totals against the bounds and each other.
+    fn check_totals(&self, config: &SpoolConfig) {
+        // Open may find more than the caps allow (they were lowered); puts then
+        // reserve nothing until the drain has made room.
+        let held = self.index.len() as u64;
+        debug_assert!(
+            self.reserved_files == 0 || held + self.reserved_files <= config.max_files,
+            "held {held} + reserved {} files over max_files {}",
+            self.reserved_files,
+            config.max_files
+        );
+        debug_assert!(
+            self.reserved_bytes == 0 || self.bytes + self.reserved_bytes <= config.max_bytes,
+            "held {} + reserved {} bytes over max_bytes {}",
+            self.bytes,
+            self.reserved_bytes,
+            config.max_bytes
+        );
+        debug_assert!(
+            self.claimed <= held,
+            "{} claims on {held} entries",
+            self.claimed
+        );
+        debug_assert!(
+            self.index
+                .last_key_value()
+                .is_none_or(|(&max, _)| max < self.next_seq),
+            "an indexed sequence number at or past next_seq {}",
+            self.next_seq
+        );
+    }
+
+    /// The O(n) part of [`State::check`]: the running totals against the index.
+    fn check_index(&mut self) {
+        if cfg!(debug_assertions) {
+            let (bytes, claimed) = self
+                .index
+                .values()
+                .fold((0u64, 0u64), |(bytes, claimed), m| {
+                    (bytes + m.file_bytes, claimed + u64::from(m.claimed))
+                });
+            debug_assert_eq!(self.bytes, bytes, "bytes disagree with the index");
+            debug_assert_eq!(self.claimed, claimed, "claims disagree with the index");
+            self.changes_since_index_check = 0;
         }
     }
 }

@@ -107,7 +107,7 @@ impl Spool {
         create_dirs(&*disk, dir, &dirs).await?;
         let lock = take_lock(&*disk, dir).await?;
         let scan = scan(&disk, &dirs, &metrics).await?;
-        let state = State {
+        let mut state = State {
             next_seq: scan.next_seq(),
             index: scan.index,
             bytes: scan.bytes,
@@ -121,8 +121,10 @@ impl Spool {
             unsynced_removes: 0,
             removals: Vec::new(),
             removing: Vec::new(),
+            changes_since_index_check: 0,
         };
         state.check(&config);
+        state.check_index();
         let mut report = scan.report;
         report.entries = state.index.len() as u64;
         let spool = Spool {

@@ -74,6 +74,7 @@ impl Spool {
         state.broken = None;
         state.recovering = false;
         state.check(&inner.config);
+        state.check_index();
         drop(state);
         inner.metrics.recoveries.inc();
         tracing::warn!("spool reopened itself after a failed directory sync");

@@ -542,3 +542,44 @@ async fn invalid_configuration_is_refused_with_the_field_name() {
         .unwrap_err();
     assert!(err.to_string().contains("max_files"), "{err}");
 }
+
+/// The debug-build check walks the index once per `max(len, 1024)` changes rather
+/// than after every change (a put into a backlog of 1.8M entries summed them all),
+/// yet a running total that drifted from the index is still caught.
+#[test]
+#[should_panic(expected = "bytes disagree with the index")]
+fn a_drifted_byte_total_is_caught_by_the_sampled_index_walk() {
+    let meta = Meta {
+        file_bytes: 10,
+        created_unix_ms: T0,
+        claimed: false,
+        legacy_name: false,
+        read_failures: 0,
+    };
+    let mut state = State {
+        index: BTreeMap::from([(1, meta)]),
+        bytes: 11,
+        reserved_files: 0,
+        reserved_bytes: 0,
+        claimed: 0,
+        next_seq: 2,
+        broken: None,
+        recovering: false,
+        quarantined_files: 0,
+        dead_letter_files: 0,
+        unsynced_removes: 0,
+        removals: Vec::new(),
+        removing: Vec::new(),
+        changes_since_index_check: 0,
+    };
+    let config = SpoolConfig::default();
+    for _ in 0..INDEX_CHECK_MIN_CHANGES - 1 {
+        state.check(&config);
+    }
+    assert_eq!(
+        state.changes_since_index_check,
+        INDEX_CHECK_MIN_CHANGES - 1,
+        "the index was walked before its turn"
+    );
+    state.check(&config);
+}
