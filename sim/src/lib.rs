@@ -25,6 +25,7 @@
 //! | [`mutants`] | deliberate bugs planted at the disk and object-store seams, each of which a shipped scenario must catch |
 //! | [`connector`] | `object_store`'s HTTP transport over turmoil TCP |
 //! | [`ledger`] | what every caller was told, outside the hosts |
+//! | [`logging`] | log lines stamped with the simulated time, plain off a terminal |
 //! | [`recorder`] | samples, events and inventories, outside the hosts |
 //! | [`checker`] | the invariants, judged from the ledger, the bucket and the inventories |
 //! | [`report`] | time series, `report.json`/`.md`, CSV, charts, sweeps, the planner |
@@ -40,6 +41,7 @@ pub mod connector;
 pub mod gcs_host;
 pub mod inventory;
 pub mod ledger;
+pub mod logging;
 pub mod mutants;
 pub mod node;
 pub mod recorder;

@@ -98,6 +98,7 @@ pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput
     let down_at_end = world.down_at_end();
     let unfinished_hosts = world.wind_down()?;
     world.take_inventories();
+    crate::logging::set_world_time(None);
     if let Some(progress) = options.progress.as_mut() {
         progress(Progress {
             simulated: scenario.duration,
@@ -201,11 +202,17 @@ impl World {
                     total: scenario.duration,
                 });
             }
-            self.sim
-                .step()
+            self.step()
                 .map_err(|e| anyhow::anyhow!("simulation failed at {t:?}: {e}"))?;
-            self.steps += 1;
         }
+    }
+
+    /// Steps the world one tick; log lines written between steps carry its time.
+    fn step(&mut self) -> turmoil::Result<bool> {
+        crate::logging::set_world_time(Some(self.sim.since_epoch()));
+        let stepped = self.sim.step();
+        self.steps += 1;
+        stepped
     }
 
     /// A crash or restart kills its hosts now; a deploy asks them to stop.
@@ -295,10 +302,8 @@ impl World {
         while controls().any(|h| h.phase() != Phase::Finished) && self.sim.elapsed() < end {
             let t = self.sim.elapsed();
             self.crash_tripped_disks(t);
-            self.sim
-                .step()
+            self.step()
                 .map_err(|e| anyhow::anyhow!("simulation failed while winding down: {e}"))?;
-            self.steps += 1;
         }
         Ok(controls()
             .filter(|h| h.phase() != Phase::Finished)

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
+mod progress;
+
 // A simulation allocates and frees millions of small buffers (HTTP messages, entry
 // files); mimalloc does that measurably faster than the system allocator.
 #[global_allocator]
@@ -97,12 +99,7 @@ fn main() -> ExitCode {
         Some(Command::FakeGcs(_)) => "info",
         _ => "warn,spool=error",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
-        )
-        .init();
+    sim::logging::init(default_filter);
     match cli.command {
         Some(Command::FakeGcs(args)) => match fake_gcs::cli::run(args) {
             Ok(()) => ExitCode::SUCCESS,
@@ -162,18 +159,13 @@ fn run_scenario(
         humantime::format_duration(scenario.duration),
         dir.display()
     );
-    let bar = progress_bar(scenario.duration);
+    // The world drops the reporter (and clears its bar) when the run has stepped.
+    let mut reporter = progress::Reporter::new(scenario.duration, scenario.start);
     let options = sim::world::Options {
-        progress: bar.clone().map(|bar| {
-            Box::new(move |p: sim::world::Progress| bar.set_position(p.simulated.as_secs()))
-                as Box<dyn FnMut(sim::world::Progress)>
-        }),
+        progress: Some(Box::new(move |p: sim::world::Progress| reporter.update(p))),
         ..Default::default()
     };
     let finished = sim::report::pipeline::run(scenario, &dir, options, true)?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
     let r = &finished.report;
     let t = &finished.timing;
     println!(
@@ -206,22 +198,6 @@ fn run_scenario(
         finished.dir.join("report.md").display()
     );
     Ok(r.passed)
-}
-
-/// A progress bar on a terminal (simulated time done, speed, ETA); none otherwise.
-fn progress_bar(total: std::time::Duration) -> Option<indicatif::ProgressBar> {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(total.as_secs());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} simulated s  {per_sec}  ETA {eta}",
-        )
-        .expect("static template"),
-    );
-    Some(bar)
 }
 
 fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
