@@ -11,7 +11,7 @@ use http::HeaderMap;
 
 use crate::bucket::Bucket;
 use crate::fake::{FakeGcs, NewObject, State};
-use crate::handler::Target;
+use crate::target::Target;
 use crate::wire::{
     self, Api, Compose, Declared, Digests, ListQuery, MAX_COMPONENTS, ObjectRecord, Preconditions,
     Progress, Query, Rejection, Reply, RequestHead, Route, Session, Upload, UploadKind,

@@ -10,16 +10,16 @@ use std::io;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, Method, Request, Response, Uri};
+use http::{HeaderMap, Request, Response};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Body, Frame, Incoming};
 
 use crate::api::Served;
-use crate::control::FakeControl;
 use crate::fake::{FakeGcs, RequestEvent};
 use crate::faults::{Action, Fault};
-use crate::retry_test::{Control, UnknownTest};
+use crate::retry_test::UnknownTest;
+use crate::target::Target;
 use crate::wire::{Api, Operation, Query, Reply, Route, error_reply, header};
 
 /// The body of every response the fake sends.
@@ -36,46 +36,6 @@ impl std::fmt::Display for Dropped {
 }
 
 impl std::error::Error for Dropped {}
-
-/// What a request asks of the fake: its own control API, the storage-testbench's,
-/// or Cloud Storage's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Target {
-    Fake(FakeControl),
-    Control(Control),
-    Api(Route),
-}
-
-impl Target {
-    fn parse(method: &Method, uri: &Uri, query: &Query) -> Self {
-        let path = uri.path();
-        match FakeControl::parse(method, path) {
-            Some(Ok(control)) => return Target::Fake(control),
-            Some(Err(not_found)) => return Target::Api(not_found),
-            None => {}
-        }
-        match Control::parse(method, path) {
-            Some(Ok(control)) => Target::Control(control),
-            Some(Err(not_found)) => Target::Api(not_found),
-            None => Target::Api(Route::parse(method, uri, query)),
-        }
-    }
-
-    fn operation(&self) -> Operation {
-        match self {
-            Target::Fake(_) => Operation::FakeControl,
-            Target::Control(_) => Operation::RetryTest,
-            Target::Api(route) => route.operation(),
-        }
-    }
-
-    fn api(&self) -> Api {
-        match self {
-            Target::Fake(_) | Target::Control(_) => Api::Json,
-            Target::Api(route) => route.api(),
-        }
-    }
-}
 
 /// Serves one request (hyper's service function).
 pub(crate) async fn handle(

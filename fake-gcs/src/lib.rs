@@ -60,6 +60,7 @@
 //! |---|---|
 //! | `fake.rs` | [`FakeGcs`], its configuration, statistics and request events |
 //! | `serve.rs` | connections: any byte stream, or a real listener |
+//! | `target.rs` | what a request asks for: the fake's control API, the testbench's, or Cloud Storage's |
 //! | `handler.rs` | one request: its fault decided and applied, its body read, its fate recorded |
 //! | `api.rs` | the JSON and XML APIs against the state, under the lock |
 //! | `bucket.rs` | what a bucket holds, listing in name order |
@@ -82,6 +83,7 @@ mod faults;
 mod handler;
 mod retry_test;
 mod serve;
+mod target;
 pub mod wire;
 
 pub use bucket::Objects;
