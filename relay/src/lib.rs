@@ -37,7 +37,8 @@
 //! | file | what |
 //! |---|---|
 //! | `relay.rs` | [`Relay`]: its configuration and state, one upload from parsed request to answer |
-//! | `resumable.rs` | resumable sessions: open, take chunks, complete through [`Relay`], cancel |
+//! | `resumable.rs` | resumable uploads: open a session, take its chunks, complete it through [`Relay`], cancel it |
+//! | `sessions.rs` | the session table: what one request of a session leads to (an answer, or an upload to complete) |
 //! | `handler.rs` | one HTTP request: route it, read its body, serve it, count it |
 //! | `answer.rs` | answers: the object resource built from what was written, refusals with their statuses |
 //! | `server.rs` | [`Connections`]: each connection over any byte stream, and graceful shutdown; the accept loop ([`serve`]) |
@@ -56,6 +57,7 @@ pub mod metrics;
 mod relay;
 mod resumable;
 mod server;
+mod sessions;
 
 pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
 pub use metrics::RelayMetrics;

@@ -17,7 +17,7 @@ use spool::{Clock, Uploader};
 
 use crate::answer;
 use crate::metrics::RelayMetrics;
-use crate::resumable::SessionTable;
+use crate::sessions::SessionTable;
 
 /// Room for a multipart body's metadata part and boundaries beside its media:
 /// a request body may be this much larger than [`RelayConfig::max_object_bytes`].
