@@ -12,12 +12,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::stream::BoxStream;
 use object_store::path::Path;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::{ObjectStore, ObjectStoreExt, PutOptions, PutPayload, PutResult};
+use spool::testing::{HookedStore, PutHook};
 
 pub use crate::simdisk::DiskMutant;
 
@@ -90,25 +87,8 @@ impl fmt::Display for Mutant {
 }
 
 /// An object store that tells the spool one [`StoreMutant`] lie; everything else
-/// passes through.
-#[derive(Debug)]
-pub struct LyingStore {
-    inner: Arc<dyn ObjectStore>,
-    lie: StoreMutant,
-}
-
-impl LyingStore {
-    /// `inner`, lying as `lie` says.
-    pub fn new(inner: Arc<dyn ObjectStore>, lie: StoreMutant) -> Arc<Self> {
-        Arc::new(Self { inner, lie })
-    }
-}
-
-impl fmt::Display for LyingStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "LyingStore({:?}, {})", self.lie, self.inner)
-    }
-}
+/// passes through (`LyingStore::wrap(inner, lie)`).
+pub type LyingStore = HookedStore<StoreMutant>;
 
 fn fake_result() -> PutResult {
     PutResult {
@@ -119,35 +99,34 @@ fn fake_result() -> PutResult {
 }
 
 #[async_trait]
-impl ObjectStore for LyingStore {
-    async fn put_opts(
+impl PutHook for StoreMutant {
+    async fn put(
         &self,
+        inner: &Arc<dyn ObjectStore>,
         location: &Path,
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
-        match self.lie {
+        match self {
             StoreMutant::LosesWrites => Ok(fake_result()),
-            StoreMutant::ConflictAsSuccess => {
-                match self.inner.put_opts(location, payload, opts).await {
-                    Err(object_store::Error::AlreadyExists { .. })
-                    | Err(object_store::Error::Precondition { .. }) => Ok(fake_result()),
-                    other => other,
-                }
-            }
+            StoreMutant::ConflictAsSuccess => match inner.put_opts(location, payload, opts).await {
+                Err(object_store::Error::AlreadyExists { .. })
+                | Err(object_store::Error::Precondition { .. }) => Ok(fake_result()),
+                other => other,
+            },
             StoreMutant::DropsAttributes => {
                 let opts = PutOptions {
                     attributes: Default::default(),
                     ..opts
                 };
-                self.inner.put_opts(location, payload, opts).await
+                inner.put_opts(location, payload, opts).await
             }
             StoreMutant::ConflictSameSizeAsSuccess => {
                 let size = payload.content_length() as u64;
-                match self.inner.put_opts(location, payload, opts).await {
+                match inner.put_opts(location, payload, opts).await {
                     Err(e @ object_store::Error::AlreadyExists { .. })
                     | Err(e @ object_store::Error::Precondition { .. }) => {
-                        match self.inner.head(location).await {
+                        match inner.head(location).await {
                             Ok(meta) if meta.size == size => Ok(fake_result()),
                             _ => Err(e),
                         }
@@ -156,45 +135,5 @@ impl ObjectStore for LyingStore {
                 }
             }
         }
-    }
-
-    async fn put_multipart_opts(
-        &self,
-        location: &Path,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-
-    async fn get_opts(
-        &self,
-        location: &Path,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<Path>>,
-    ) -> BoxStream<'static, object_store::Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(
-        &self,
-        from: &Path,
-        to: &Path,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
     }
 }

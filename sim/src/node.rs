@@ -95,7 +95,7 @@ impl Node {
             crate::connector::gcs_store(&format!("http://{GCS_HOST}:{GCS_PORT}"), BUCKET)
                 .map_err(|e| format!("cannot build the GCS client: {e}"))?;
         if let Some(Mutant::Store(lie)) = shared.mutant {
-            store = LyingStore::new(store, lie);
+            store = LyingStore::wrap(store, lie);
         }
         let remote = Remote::new(store);
         let run = *commands.borrow_and_update() == Command::Run;

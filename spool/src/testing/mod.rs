@@ -3,13 +3,16 @@
 //! production build.
 //!
 //! - [`FaultDisk`], [`MemDisk`]: disks that fail on command, or live in memory.
-//! - [`FlakyStore`]: an object store that can be broken and healed.
+//! - [`HookedStore`]: the one delegating object store: writes go through a
+//!   [`PutHook`], everything else to the wrapped store.
+//! - [`FlakyStore`]: a hooked store that can be broken and healed.
 //! - [`ManualClock`]: a wall clock that moves only when told.
 //! - [`conformance`]: the `Disk` contract as a suite of checks.
 
 mod clock;
 pub mod conformance;
 mod disk;
+mod hooked;
 mod store;
 pub mod tools;
 
@@ -18,7 +21,8 @@ use std::sync::Arc;
 
 pub use clock::ManualClock;
 pub use disk::{FaultDisk, MemDisk, Op};
-pub use store::{FlakyStore, Mode};
+pub use hooked::{HookedStore, PutHook};
+pub use store::{Flakiness, FlakyStore, Mode};
 
 /// A spool on a [`MemDisk`] with a manual clock, and the disk for inspection.
 pub async fn mem_spool(config: crate::SpoolConfig) -> (crate::Spool, Arc<MemDisk>) {

@@ -1,20 +1,20 @@
 //! An object store for tests: [`FlakyStore`] wraps any store (an in-memory one by
 //! default) and can be broken and healed, refuses poison names, and counts and
-//! announces writes, so a test or a bench can wait for the n-th without polling.
+//! announces writes, so a test or a bench can wait for the n-th without polling. It
+//! is a [`HookedStore`] whose hook, [`Flakiness`], decides every write.
 
+use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::stream::BoxStream;
 use object_store::client::{HttpError, HttpErrorKind};
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
-use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult,
-};
+use object_store::{ObjectMeta, ObjectStore, PutOptions, PutPayload, PutResult};
+
+use super::hooked::{HookedStore, PutHook};
 
 /// How a [`FlakyStore`] answers writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,11 +36,13 @@ pub enum Mode {
 }
 
 /// An object store that can be broken and healed, counting write attempts and
-/// successful writes. Everything but writes passes through to the wrapped store.
+/// successful writes. Everything but writes passes through to the wrapped store
+/// (`inner`, for setting up and reading back).
+pub type FlakyStore = HookedStore<Flakiness>;
+
+/// How a [`FlakyStore`] answers writes, and what it counts of them.
 #[derive(Debug)]
-pub struct FlakyStore {
-    /// The wrapped store, for setting up and reading back.
-    pub inner: Arc<dyn ObjectStore>,
+pub struct Flakiness {
     mode: Mutex<Mode>,
     /// Names whose writes are refused with 403 whatever the mode (poison objects).
     poison_prefix: Mutex<Option<String>>,
@@ -66,8 +68,34 @@ impl FlakyStore {
 
     /// `inner`, answering writes in `mode`.
     pub fn wrapping(inner: Arc<dyn ObjectStore>, mode: Mode) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
+        HookedStore::wrap(inner, Flakiness::new(mode))
+    }
+
+    /// Names and bytes of every stored object, in name order.
+    pub async fn contents(&self) -> Vec<(String, Bytes)> {
+        use futures::TryStreamExt;
+        use object_store::ObjectStoreExt;
+        let metas: Vec<ObjectMeta> = self.inner.list(None).try_collect().await.unwrap();
+        let mut out = Vec::new();
+        for meta in metas {
+            let bytes = self
+                .inner
+                .get(&meta.location)
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            out.push((meta.location.to_string(), bytes));
+        }
+        out.sort();
+        out
+    }
+}
+
+impl Flakiness {
+    fn new(mode: Mode) -> Self {
+        Self {
             mode: Mutex::new(mode),
             poison_prefix: Mutex::new(None),
             failing_prefix: Mutex::new(None),
@@ -79,7 +107,7 @@ impl FlakyStore {
             reached: tokio::sync::Notify::new(),
             attempted: tokio::sync::Notify::new(),
             gate: tokio::sync::Semaphore::new(0),
-        })
+        }
     }
 
     /// Writes that succeeded so far.
@@ -151,27 +179,6 @@ impl FlakyStore {
         *self.slow_delay.lock().unwrap() = delay;
         *self.slow_prefix.lock().unwrap() = Some(prefix.into());
     }
-
-    /// Names and bytes of every stored object, in name order.
-    pub async fn contents(&self) -> Vec<(String, Bytes)> {
-        use futures::TryStreamExt;
-        use object_store::ObjectStoreExt;
-        let metas: Vec<ObjectMeta> = self.inner.list(None).try_collect().await.unwrap();
-        let mut out = Vec::new();
-        for meta in metas {
-            let bytes = self
-                .inner
-                .get(&meta.location)
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap();
-            out.push((meta.location.to_string(), bytes));
-        }
-        out.sort();
-        out
-    }
 }
 
 /// True when `location` starts with the prefix held in `prefix`, if any.
@@ -192,28 +199,22 @@ fn connection_refused() -> object_store::Error {
     }
 }
 
-impl std::fmt::Display for FlakyStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "FlakyStore({})", self.inner)
-    }
-}
-
 #[async_trait]
-impl ObjectStore for FlakyStore {
-    async fn put_opts(
+impl PutHook for Flakiness {
+    async fn put(
         &self,
+        inner: &Arc<dyn ObjectStore>,
         location: &ObjectPath,
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
         self.put_attempts.fetch_add(1, Ordering::SeqCst);
         self.attempted.notify_waiters();
-        let poisoned = starts_with(&self.poison_prefix, location);
         let forbidden = || object_store::Error::PermissionDenied {
             path: location.to_string(),
             source: "forbidden".into(),
         };
-        if poisoned {
+        if starts_with(&self.poison_prefix, location) {
             return Err(forbidden());
         }
         if starts_with(&self.failing_prefix, location) {
@@ -226,79 +227,25 @@ impl ObjectStore for FlakyStore {
         let mode = *self.mode.lock().unwrap();
         match mode {
             Mode::Healthy => {
-                let result = self.inner.put_opts(location, payload, opts).await?;
+                let result = inner.put_opts(location, payload, opts).await?;
                 self.count_put();
                 Ok(result)
             }
             Mode::Down => Err(connection_refused()),
             Mode::Forbidden => Err(forbidden()),
             Mode::CommitThenFail => {
-                self.inner.put_opts(location, payload, opts).await?;
+                inner.put_opts(location, payload, opts).await?;
                 Err(connection_refused())
             }
             Mode::Hang => std::future::pending().await,
             Mode::Gated => {
                 let permit = self.gate.acquire().await.expect("the gate is never closed");
                 permit.forget();
-                let result = self.inner.put_opts(location, payload, opts).await?;
+                let result = inner.put_opts(location, payload, opts).await?;
                 self.count_put();
                 Ok(result)
             }
         }
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &ObjectPath,
-        opts: PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &ObjectPath,
-        options: GetOptions,
-    ) -> object_store::Result<GetResult> {
-        self.inner.get_opts(location, options).await
-    }
-    async fn get_ranges(
-        &self,
-        location: &ObjectPath,
-        ranges: &[std::ops::Range<u64>],
-    ) -> object_store::Result<Vec<Bytes>> {
-        self.inner.get_ranges(location, ranges).await
-    }
-    fn delete_stream(
-        &self,
-        locations: BoxStream<'static, object_store::Result<ObjectPath>>,
-    ) -> BoxStream<'static, object_store::Result<ObjectPath>> {
-        self.inner.delete_stream(locations)
-    }
-    fn list(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-    fn list_with_offset(
-        &self,
-        prefix: Option<&ObjectPath>,
-        offset: &ObjectPath,
-    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-        self.inner.list_with_offset(prefix, offset)
-    }
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&ObjectPath>,
-    ) -> object_store::Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(
-        &self,
-        from: &ObjectPath,
-        to: &ObjectPath,
-        options: CopyOptions,
-    ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
     }
 }
 
