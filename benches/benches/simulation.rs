@@ -34,7 +34,6 @@
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
 use std::cell::Cell;
-use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use benches::{Summary, estimate};
@@ -50,33 +49,22 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Length of the us-central1 slice.
 const SLICE: Duration = Duration::from_secs(90 * 60);
 
-fn scenario_text(file: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios")
-        .join(file);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn demo() -> Scenario {
-    sim::scenario::parse("demo.toml", &scenario_text("demo.toml")).unwrap()
+    let text = benches::scenario_text("demo.toml");
+    sim::scenario::parse("demo.toml", &text).unwrap()
 }
 
-/// `us-central1.toml` cut to its first 90 minutes: `duration` set, and its events
-/// (all later than that: the checker refuses events after the end) dropped.
+/// `us-central1.toml` cut to its first 90 minutes ([`benches::us_central1_slice`]).
 fn us_central1_slice() -> Scenario {
-    let text = scenario_text("us-central1.toml");
-    let whole = sim::scenario::parse("us-central1.toml", &text).unwrap();
+    let whole = benches::scenario_text("us-central1.toml");
+    let whole = sim::scenario::parse("us-central1.toml", &whole).unwrap();
     assert!(
         whole.events.iter().all(|e| e.at >= SLICE),
         "an event in the slice"
     );
-    let mut table: toml::Table = text.parse().unwrap();
-    table.insert("name".into(), "us-central1-90m".into());
-    table.insert("duration".into(), "90m".into());
-    table.remove("event");
     let slice = sim::scenario::parse(
         "us-central1.toml, 90 min",
-        &toml::to_string(&table).unwrap(),
+        &benches::us_central1_slice(SLICE),
     )
     .unwrap();
     assert_eq!(slice.duration, SLICE);

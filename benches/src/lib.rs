@@ -56,6 +56,29 @@ pub async fn start_fake(latency_ms: u64) -> (FakeGcs, std::net::SocketAddr) {
     (fake, addr)
 }
 
+/// The text of `scenarios/<file>`.
+pub fn scenario_text(file: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `scenarios/us-central1.toml` cut to its first `length` (whole minutes): named
+/// `us-central1-<N>m`, its `duration` set, its events dropped (they come later than
+/// the slices the benches take, and the scenario check refuses events after the end).
+pub fn us_central1_slice(length: Duration) -> String {
+    let minutes = length.as_secs() / 60;
+    assert_eq!(length.as_secs(), minutes * 60, "a slice of whole minutes");
+    let mut table: toml::Table = scenario_text("us-central1.toml")
+        .parse()
+        .expect("us-central1.toml is TOML");
+    table.insert("name".into(), format!("us-central1-{minutes}m").into());
+    table.insert("duration".into(), format!("{minutes}m").into());
+    table.remove("event");
+    toml::to_string(&table).expect("a TOML table")
+}
+
 /// Spool sizes to measure: 1k, 10k, 100k, and 1M with `SPOOL_BENCH_LARGE=1`.
 pub fn backlog_sizes() -> Vec<u64> {
     let mut sizes = vec![1_000, 10_000, 100_000];
