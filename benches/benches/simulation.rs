@@ -23,7 +23,7 @@
 //!   to the bare server: what the real client costs over hyper's;
 //! - `hyper_to_fake-90m`: the bare client's `PUT`s, with `x-goog-if-generation-match:
 //!   0` as the client sends them, to the fake Cloud Storage without faults (as a
-//!   turmoil host, `sim::gcs_host::serve`): what the fake costs over a bare server;
+//!   turmoil host, `sim::hosts::gcs::serve`): what the fake costs over a bare server;
 //! - `object_store_to_fake-90m`: both. The slice's cost per request over this one is
 //!   what the spool, the producer, the ledger, the simulated disk and the scenario's
 //!   faults add.
@@ -110,13 +110,13 @@ fn baseline(scenario: &Scenario, server: Server, client: Client) -> Work {
                     buckets: vec![BUCKET.to_string()],
                     ..fake_gcs::FakeGcsConfig::default()
                 },
-                std::sync::Arc::new(sim::gcs_host::TurmoilClock::new()),
+                std::sync::Arc::new(sim::hosts::gcs::TurmoilClock::new()),
             )
             .expect("the fake starts");
             sim.host("server", move || {
                 let fake = fake.clone();
                 async move {
-                    sim::gcs_host::serve(fake, SERVER_PORT).await?;
+                    sim::hosts::gcs::serve(fake, SERVER_PORT).await?;
                     Ok(())
                 }
             })

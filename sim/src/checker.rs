@@ -229,8 +229,9 @@ pub fn check(run: &RunOutput) -> Verdict {
 type OtherWriters = BTreeMap<(u32, u64), (u64, u32)>;
 
 fn other_writers(run: &RunOutput) -> OtherWriters {
-    let shape = run.scenario.shape();
-    let payload_seed = crate::app::derive_seed(run.scenario.seed, &[crate::app::purpose::PAYLOAD]);
+    let shape = Shape::of(&run.scenario);
+    let payload_seed =
+        crate::seed::derive_seed(run.scenario.seed, &[crate::seed::purpose::PAYLOAD]);
     let mut others = BTreeMap::new();
     for (host, h) in run.ledger.hosts().iter().enumerate() {
         let host = host as u32;
@@ -262,7 +263,7 @@ fn look_in_bucket(
     examples: &mut Vec<String>,
 ) {
     let ledger = &run.ledger;
-    let shape = run.scenario.shape();
+    let shape = Shape::of(&run.scenario);
     for object in run.bucket.records() {
         let write = write_named(&shape, &object.name)
             .and_then(|(host, seq, poison)| Some((host, seq, poison, ledger.get(host, seq)?)));
@@ -312,7 +313,7 @@ fn look_in_inventories(
     found: &mut Found,
     tally: &mut Tally,
 ) {
-    let shape = run.scenario.shape();
+    let shape = Shape::of(&run.scenario);
     for inventory in run.recorder.inventories.values() {
         for (entries, flag) in [
             (&inventory.pending, PENDING),
@@ -347,7 +348,7 @@ fn look_at_disk_damage(run: &RunOutput, found: &mut Found) {
         for damage in &disk.damage {
             let name = spool::entry::decode_header(&damage.original).map(|(h, _)| h.name);
             if let Ok(name) = name
-                && let Some((host, seq, _)) = write_named(&run.scenario.shape(), &name)
+                && let Some((host, seq, _)) = write_named(&Shape::of(&run.scenario), &name)
                 && let Some(f) = found.get_mut(host, seq)
             {
                 *f |= DAMAGED;
@@ -390,7 +391,7 @@ fn follow_each_write(
     found: &Found,
     tally: &mut Tally,
 ) -> Followed {
-    let shape = run.scenario.shape();
+    let shape = Shape::of(&run.scenario);
     let mut followed = Followed {
         in_flight: 0,
         lost_examples: Vec::new(),

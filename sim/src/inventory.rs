@@ -13,7 +13,7 @@ use std::sync::Arc;
 use spool::layout::{DEAD_LETTER_DIR, ENTRIES_DIR, ERROR_SUFFIX, QUARANTINE_DIR, REASON_SUFFIX};
 use spool::{Metrics, Spool, SpoolConfig, Stats};
 
-use crate::app::SPOOL_DIR;
+use crate::hosts::control::SPOOL_DIR;
 use crate::simdisk::SimDisk;
 
 /// One entry file, decoded in full.

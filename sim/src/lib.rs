@@ -35,19 +35,17 @@
 //! does). The fake knows nothing of the spool, and the spool nothing of either.
 #![warn(missing_docs)]
 
-pub mod app;
 pub mod checker;
 pub mod connector;
-pub mod gcs_host;
+pub mod hosts;
 pub mod inventory;
 pub mod ledger;
 pub mod logging;
 pub mod mutants;
-pub mod node;
 pub mod recorder;
-pub mod relay_host;
 pub mod report;
 pub mod scenario;
+pub mod seed;
 pub mod simdisk;
 pub mod workload;
 pub mod world;

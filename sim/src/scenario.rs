@@ -994,16 +994,6 @@ fn faults(
 }
 
 impl Scenario {
-    /// How the producers name and describe their writes.
-    pub fn shape(&self) -> crate::workload::Shape {
-        crate::workload::Shape {
-            hard_names: self.workload.hard_names,
-            attributes: self.workload.attributes,
-            conflicts: self.workload.conflicts,
-            seed: self.seed,
-        }
-    }
-
     /// The relay's host index (after the app hosts'), when there is a relay.
     pub fn relay_host(&self) -> Option<u32> {
         self.relay.map(|_| self.workload.hosts)

@@ -15,7 +15,8 @@ use object_store::{Attribute, Attributes};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::app::derive_seed;
+use crate::scenario::Scenario;
+use crate::seed::derive_seed;
 
 /// Names of poison writes start with this; the fake refuses them with 403.
 pub const POISON_PREFIX: &str = "poison/";
@@ -61,6 +62,16 @@ pub enum Conflict {
 }
 
 impl Shape {
+    /// How `scenario`'s producers name and describe their writes.
+    pub fn of(scenario: &Scenario) -> Self {
+        Self {
+            hard_names: scenario.workload.hard_names,
+            attributes: scenario.workload.attributes,
+            conflicts: scenario.workload.conflicts,
+            seed: scenario.seed,
+        }
+    }
+
     fn rng(&self, purpose: u64, host: u32, seq: u64) -> ChaCha8Rng {
         ChaCha8Rng::seed_from_u64(derive_seed(self.seed, &[purpose, host.into(), seq]))
     }

@@ -15,12 +15,14 @@ use std::time::Duration;
 use anyhow::Context;
 use fake_gcs::{FakeGcs, FakeGcsConfig, FakeStats, Objects, Refusal, RequestEvent};
 
-use crate::app::{self, Command, GCS_HOST, GCS_PORT, Phase, Role, Shared, derive_seed, purpose};
-use crate::gcs_host::{self, TurmoilClock};
+use crate::hosts::control::{BUCKET, Command, GCS_HOST, GCS_PORT, Phase, Role, Shared};
+use crate::hosts::gcs::{self, TurmoilClock};
+use crate::hosts::{app, node, relay};
 use crate::ledger::Ledger;
 use crate::mutants::Mutant;
 use crate::recorder::{Recorder, TimelineEvent};
 use crate::scenario::{Event, EventKind, Scenario, When};
+use crate::seed::{derive_seed, purpose};
 use crate::simdisk::DiskReport;
 
 /// How long the wind-down may take before the run gives up on a host.
@@ -120,7 +122,7 @@ fn start_fake(scenario: &Scenario, shared: &Arc<Shared>) -> anyhow::Result<FakeG
     }
     let fake = FakeGcs::new(
         FakeGcsConfig {
-            buckets: vec![app::BUCKET.to_string()],
+            buckets: vec![BUCKET.to_string()],
             seed: derive_seed(scenario.seed, &[purpose::FAKE]),
             faults,
             ..FakeGcsConfig::default()
@@ -158,7 +160,7 @@ impl World {
         self.sim.host(GCS_HOST, move || {
             let fake = fake.clone();
             async move {
-                gcs_host::serve(fake, GCS_PORT).await?;
+                gcs::serve(fake, GCS_PORT).await?;
                 Ok(())
             }
         });
@@ -172,7 +174,7 @@ impl World {
                     app::run_through_relay(shared.clone(), host)
                 }),
                 Role::Relay => self.sim.host(control.name.as_str(), move || {
-                    crate::relay_host::run(shared.clone(), host)
+                    relay::run(shared.clone(), host)
                 }),
             }
         }
@@ -350,7 +352,7 @@ impl World {
     /// Records the bucket's object count at every sample instant up to `t`.
     fn count_bucket(&mut self, t: Duration) {
         while self.shared.recorder().index(t) >= self.next_sample {
-            let count = self.fake.object_count(app::BUCKET) as u64;
+            let count = self.fake.object_count(BUCKET) as u64;
             self.shared
                 .recorder()
                 .in_bucket
@@ -390,7 +392,7 @@ impl World {
         fake.clear_observer();
         drop(sim);
         let disks = shared.hosts.iter().map(|h| h.disk.report()).collect();
-        let bucket = fake.take_objects(app::BUCKET);
+        let bucket = fake.take_objects(BUCKET);
         let shared = Arc::try_unwrap(shared)
             .map_err(|_| anyhow::anyhow!("a host still holds the shared state after the run"))?;
         Ok(RunOutput {
@@ -468,7 +470,7 @@ fn kill(
         shared
             .recorder()
             .boot_uploads
-            .insert((host, boot), crate::node::upload_counts(&metrics));
+            .insert((host, boot), node::upload_counts(&metrics));
     }
     let name = control.name.as_str();
     if kind == EventKind::Crash {

@@ -13,7 +13,7 @@ use hyper::body::Frame;
 use hyper_util::rt::TokioIo;
 use object_store::client::{HttpRequestBody, HttpService};
 use sim::connector::TurmoilHttp;
-use sim::gcs_host::{self, TurmoilClock};
+use sim::hosts::gcs::{self as gcs_host, TurmoilClock};
 
 pub const BUCKET: &str = "bkt";
 /// 2026-10-08T11:00:00Z, the start of the outage the bench replays.

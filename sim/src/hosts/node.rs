@@ -1,5 +1,5 @@
-//! One boot of a host that keeps a spool, shared by the app host ([`crate::app`])
-//! and the relay host ([`crate::relay_host`]): the production [`spool::Spool`]
+//! One boot of a host that keeps a spool, shared by the app host ([`super::app`])
+//! and the relay host ([`super::relay`]): the production [`spool::Spool`]
 //! opened on the host's `SimDisk` (retried as a supervisor would, its gauges
 //! checked against the files on the disk), the production [`spool::Uploader`] and
 //! [`spool::Drainer`] through the production `object_store` GCS client to the fake,
@@ -15,13 +15,13 @@ use spool::metrics::UploadOutcome;
 use spool::{Drainer, DrainerConfig, Metrics, Remote, Spool, Uploader};
 use tokio::sync::watch;
 
-use crate::app::{
-    BUCKET, Command, GCS_HOST, GCS_PORT, Phase, SPOOL_DIR, Shared, derive_seed, now, purpose,
-    stopped_phase,
+use super::control::{
+    BUCKET, Command, GCS_HOST, GCS_PORT, Phase, SPOOL_DIR, Shared, now, stopped_phase,
 };
 use crate::mutants::{LyingStore, Mutant};
 use crate::recorder::{HostSample, ReopenCheck};
 use crate::scenario::Scenario;
+use crate::seed::{derive_seed, purpose};
 use crate::simdisk::SimDisk;
 
 /// The spool's wall clock (and the relay's): the scenario's start plus simulated

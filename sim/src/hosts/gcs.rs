@@ -13,7 +13,7 @@ use fake_gcs::{FakeGcs, SimClock};
 /// sim.host("gcs", move || {
 ///     let fake = fake.clone();
 ///     async move {
-///         sim::gcs_host::serve(fake, 4443).await?;
+///         sim::hosts::gcs::serve(fake, 4443).await?;
 ///         Ok(())
 ///     }
 /// });
