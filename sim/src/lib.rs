@@ -11,28 +11,27 @@
 //!
 //! ## Layout
 //!
+//! Each row imports only rows below it (the `sim` command, `src/bin/sim/`, sits on
+//! top and imports any of them).
+//!
 //! | module | what |
 //! |---|---|
-//! | [`scenario`] | scenario files: raw TOML, then a checked [`scenario::Scenario`] |
-//! | [`world`] | the turmoil world: hosts, events, stepping, wind-down |
-//! | [`gcs_host`] | the fake as a turmoil host: accept loop and clock |
-//! | [`app`] | the app host: its producer per boot, through its own spool or the relay; the world's handle on every host |
-//! | [`node`] | one boot of a host with a spool (app host or relay): spool, uploader, drainer, sampler, graceful stop |
-//! | [`relay_host`] | the relay host (`[relay]`): the production `spool-relay` on a host with a spool, and the app hosts' client for it |
-//! | [`simdisk`] | the bench's own disk behind `spool::Disk`: inodes, live and durable views, the crash model, faults per operation |
-//! | [`workload`] | what producers write: names (plain or hard), attributes, other writers who take a name first |
+//! | [`report`] | time series, `report.json`/`.md`, CSV, charts, sweeps, the planner |
+//! | [`checker`] | the invariants, judged from the ledger, the bucket and the inventories |
+//! | [`world`] | the turmoil world: hosts, events, stepping, wind-down, inventories |
+//! | [`hosts`] | the hosts: app (producer), relay, the fake; one boot of a host with a spool; what they share with the world |
 //! | [`inventory`] | each host's final inventory, after a last power loss and a reopen, every entry decoded |
+//! | [`recorder`] | samples, events and inventories, outside the hosts |
+//! | [`workload`] | what producers write: names (plain or hard), attributes, other writers who take a name first |
 //! | [`mutants`] | deliberate bugs planted at the disk and object-store seams, each of which a shipped scenario must catch |
+//! | [`scenario`] | scenario files: raw TOML, then a checked [`scenario::Scenario`] |
+//! | [`simdisk`] | the bench's own disk behind `spool::Disk`: inodes, live and durable views, the crash model, faults per operation |
 //! | [`connector`] | `object_store`'s HTTP transport over turmoil TCP |
 //! | [`ledger`] | what every caller was told, outside the hosts |
+//! | [`seed`] | one seed per purpose, host and boot, from the scenario's |
 //! | [`logging`] | log lines stamped with the simulated time, plain off a terminal |
-//! | [`recorder`] | samples, events and inventories, outside the hosts |
-//! | [`checker`] | the invariants, judged from the ledger, the bucket and the inventories |
-//! | [`report`] | time series, `report.json`/`.md`, CSV, charts, sweeps, the planner |
 //!
-//! Imports go one way: `report` reads what `world`, `recorder` and `checker`
-//! produce, and no other module of the library imports it (the `sim` command
-//! does). The fake knows nothing of the spool, and the spool nothing of either.
+//! The fake knows nothing of the spool, and the spool nothing of either.
 #![warn(missing_docs)]
 
 pub mod checker;

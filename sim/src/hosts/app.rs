@@ -6,7 +6,7 @@
 //! `object_store` GCS client, and samples the spool's gauges. An app host then runs
 //! a producer that issues writes at the scenario's rate (Poisson arrivals, open
 //! loop: a slow upload does not slow the arrivals) and records what every caller was
-//! told in the [`Ledger`], which lives outside the host. With the relay on, an app
+//! told in the [`Ledger`](crate::ledger::Ledger), which lives outside the host. With the relay on, an app
 //! host keeps no spool: its producer writes through the relay over HTTP
 //! (`Writer::Relay`).
 

@@ -1,7 +1,7 @@
 //! What the world and the hosts share, below both: host names and ports, the
 //! world's handle on each host ([`HostControl`]: its role, disk, boot delay, phase
 //! and command), the run's [`Shared`] state (scenario, ledger, recorder, the fake),
-//! and the start of every boot ([`begin`]).
+//! and the start of every boot (`begin`).
 //!
 //! The world controls a host through [`HostControl`]: a boot delay (how long the host
 //! stays down after a crash, restart or deploy) and a command (`Run`, `Stop` for a

@@ -1,0 +1,149 @@
+//! Tests of the scenario format: parsing, checks, and where errors point.
+
+use spool::Jitter;
+
+use super::*;
+
+const GOOD: &str = r#"
+name = "t"
+seed = 7
+start = 2026-10-08T10:00:00Z
+duration = "1h"
+
+[workload]
+rate = 50
+size = { min = "256B", max = "4KiB" }
+
+[drainer]
+workers = 2
+base = "100ms"
+cap = "2s"
+jitter = "decorrelated"
+
+[[fault]]
+from = 2026-10-08T11:00:00Z
+until = "2026-10-08T11:30:00Z"
+mix = { "503" = 0.5, hang = 0.5 }
+
+[[event]]
+at = "30m"
+kind = "crash"
+down_for = "10s"
+"#;
+
+fn err(text: &str) -> ScenarioError {
+    parse("s.toml", text).unwrap_err()
+}
+
+#[test]
+fn a_good_scenario_converts_times_to_offsets() {
+    let s = parse("s.toml", GOOD).unwrap();
+    assert_eq!(s.duration, Duration::from_secs(3600));
+    assert_eq!(s.tick, Duration::from_millis(10));
+    assert_eq!(s.faults.windows[0].from, Duration::from_secs(3600));
+    assert_eq!(s.faults.windows[0].until, Some(Duration::from_secs(5400)));
+    assert_eq!(s.events[0].at, Duration::from_secs(1800));
+    assert_eq!(s.events[0].kind, EventKind::Crash);
+    assert_eq!(s.drainer.backoff.jitter, Jitter::Decorrelated);
+    assert_eq!(s.drainer.workers, 2);
+    assert_eq!(
+        s.workload.size,
+        SizeDist::LogUniform {
+            min: 256,
+            max: 4096
+        }
+    );
+    assert_eq!(s.wall_ms(Duration::ZERO), 1_791_453_600_000);
+}
+
+#[test]
+fn an_unknown_key_names_its_line() {
+    let e = err(&GOOD.replace("rate = 50", "rat = 50"));
+    assert_eq!(e.line, Some(8), "{e}");
+    assert!(e.to_string().contains("unknown field `rat`"), "{e}");
+    assert!(e.to_string().starts_with("s.toml:8: unknown field"), "{e}");
+}
+
+#[test]
+fn a_wrong_type_names_its_line() {
+    let e = err(&GOOD.replace("workers = 2", "workers = \"two\""));
+    assert_eq!(e.line, Some(12), "{e}");
+}
+
+#[test]
+fn a_bad_value_names_the_field_and_its_line() {
+    let e = err(&GOOD.replace("cap = \"2s\"", "cap = \"10ms\""));
+    assert_eq!(
+        (e.field.as_deref(), e.line),
+        (Some("drainer.cap"), Some(14)),
+        "{e}"
+    );
+    assert!(e.to_string().contains("at least drainer.base"), "{e}");
+
+    let e = err(&GOOD.replace("jitter = \"decorrelated\"", "jitter = \"fuzzy\""));
+    assert_eq!(e.field.as_deref(), Some("drainer.jitter"), "{e}");
+
+    let e = err(&GOOD.replace("kind = \"crash\"", "kind = \"explode\""));
+    assert_eq!(
+        (e.field.as_deref(), e.line),
+        (Some("event[0].kind"), Some(24)),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_bad_fault_window_names_the_window() {
+    let e = err(&GOOD.replace("hang = 0.5", "hang = 0.9"));
+    assert_eq!(e.field.as_deref(), Some("fault[0].mix"), "{e}");
+    assert_eq!(e.line, Some(20), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("s.toml:20: fault[0].mix: probabilities"),
+        "{e}"
+    );
+    let e = err(&GOOD.replace("from = 2026-10-08T11:00:00Z", "from = 2026-10-07T11:00:00Z"));
+    assert!(e.to_string().contains("before the scenario start"), "{e}");
+}
+
+#[test]
+fn an_event_for_a_missing_host_is_refused() {
+    let e = err(&GOOD.replace("down_for = \"10s\"", "down_for = \"10s\"\nhost = 3"));
+    assert_eq!(e.field.as_deref(), Some("event[0].host"), "{e}");
+}
+
+#[test]
+fn the_relay_is_the_host_after_the_app_hosts() {
+    let text = format!(
+        "{GOOD}\n[[event]]\nat = \"40m\"\nkind = \"crash\"\nhost = \"relay\"\n\n[relay]\nenabled = true\n"
+    );
+    let s = parse("s.toml", &text).unwrap();
+    assert_eq!(s.relay_host(), Some(1));
+    assert_eq!(s.spool_hosts(), 1);
+    assert_eq!(s.events[1].hosts, vec![1]);
+    assert_eq!(s.relay.unwrap().retry_after, Duration::from_secs(1));
+    assert_eq!(parse("s.toml", GOOD).unwrap().relay, None);
+}
+
+#[test]
+fn a_relay_event_needs_the_relay_and_app_hosts_have_no_disk_under_it() {
+    let e = err(&GOOD.replace("down_for = \"10s\"", "down_for = \"10s\"\nhost = \"relay\""));
+    assert_eq!(e.field.as_deref(), Some("event[0].host"), "{e}");
+    assert!(e.to_string().contains("[relay] enabled = true"), "{e}");
+    let at_disk_op = GOOD.replace("at = \"30m\"", "after_disk_ops = 100");
+    let e = err(&format!("{at_disk_op}\n[relay]\nenabled = true\n"));
+    assert_eq!(e.field.as_deref(), Some("event[0].after_disk_ops"), "{e}");
+    let e = err(&format!("{GOOD}\n[relay]\nretry_after = \"2s\"\n"));
+    assert_eq!(e.field.as_deref(), Some("relay"), "{e}");
+    assert!(e.line.is_some(), "{e}");
+}
+
+#[test]
+fn log_uniform_mean_is_between_the_bounds() {
+    let mean = SizeDist::LogUniform {
+        min: 256,
+        max: 4096,
+    }
+    .mean();
+    assert!((1300.0..1400.0).contains(&mean), "{mean}");
+    assert_eq!(SizeDist::Fixed(10).mean(), 10.0);
+}
