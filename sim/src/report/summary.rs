@@ -14,7 +14,7 @@ use crate::world::RunOutput;
 /// the one simulated or a burst of larger objects.
 pub const HEADROOM: f64 = 0.25;
 
-/// `report.json`. Top-level fields are stable (a user's CI reads them); see README.
+/// `report.json`. Top-level fields are stable (a user's CI reads them); see docs/bench.md, Reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     /// Scenario name.

@@ -162,7 +162,7 @@ impl Disk for StdDisk {
 
     /// A large batch is split over up to [`REMOVE_THREADS`] blocking threads: an
     /// `unlink` mostly waits (for the file system's journal), and several waits
-    /// overlap. Measured in BENCHMARKS.md (the drain over HTTP).
+    /// overlap. Measured in docs/benchmarks-log.md (the drain over HTTP).
     fn remove_all<'a>(&'a self, paths: &'a [PathBuf]) -> DiskFuture<'a, Vec<io::Result<()>>> {
         let chunk = paths.len().div_ceil(REMOVE_THREADS).max(REMOVE_CHUNK_MIN);
         let removals = paths.chunks(chunk.max(1)).map(|chunk| {
@@ -213,7 +213,7 @@ impl Disk for StdDisk {
 
     /// One blocking thread reads the whole batch: a hand-off to the blocking pool
     /// costs more than reading a small entry from the page cache, and the drainer
-    /// bounds a batch's size. Measured in BENCHMARKS.md (the drain over HTTP).
+    /// bounds a batch's size. Measured in docs/benchmarks-log.md (the drain over HTTP).
     fn read_all<'a>(&'a self, paths: &'a [PathBuf]) -> DiskFuture<'a, Vec<io::Result<Vec<u8>>>> {
         let paths = paths.to_vec();
         Box::pin(blocking(move || {
