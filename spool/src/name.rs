@@ -69,6 +69,36 @@ pub fn check(name: &str) -> Result<(), InvalidName> {
     Ok(())
 }
 
+/// Checks `name` against Cloud Storage's naming rules and against what the
+/// `object_store` client can write exactly, and returns the store path that writes
+/// it. The one rule for every entry point (a put, a staged entry, the uploader, the
+/// drain): a name that passes is a name the drain can deliver.
+///
+/// `object_store`'s [`Path::parse`](object_store::path::Path::parse) refuses empty
+/// segments, a leading or trailing `/`, `.` and `..` segments and control
+/// characters; Cloud Storage would take such names, but this client would write
+/// another name or none.
+///
+/// ```
+/// use spool::name::{check_writable, InvalidName};
+/// assert_eq!(check_writable("a/b c").unwrap().as_ref(), "a/b c");
+/// assert!(matches!(check_writable("a//b"), Err(InvalidName::Unrepresentable { .. })));
+/// ```
+pub fn check_writable(name: &str) -> Result<object_store::path::Path, InvalidName> {
+    check(name)?;
+    let path = object_store::path::Path::parse(name).map_err(|e| InvalidName::Unrepresentable {
+        name: name.into(),
+        reason: e.to_string(),
+    })?;
+    if path.as_ref() != name {
+        return Err(InvalidName::Unrepresentable {
+            name: name.into(),
+            reason: format!("the client would write it as {:?}", path.as_ref()),
+        });
+    }
+    Ok(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

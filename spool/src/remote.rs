@@ -66,18 +66,7 @@ impl Remote {
     /// (no empty segments, no leading or trailing `/`, no `.`/`..` segments, no
     /// control characters).
     pub fn path(&self, name: &str) -> Result<Path, InvalidName> {
-        crate::name::check(name)?;
-        let path = Path::parse(name).map_err(|e| InvalidName::Unrepresentable {
-            name: name.into(),
-            reason: e.to_string(),
-        })?;
-        if path.as_ref() != name {
-            return Err(InvalidName::Unrepresentable {
-                name: name.into(),
-                reason: format!("the client would write it as {:?}", path.as_ref()),
-            });
-        }
-        Ok(path)
+        crate::name::check_writable(name)
     }
 
     /// Writes `payload` with `attributes` as `name` only if no object of that name

@@ -9,6 +9,8 @@
 //! error from the directory sync fails this put and every put until the spool has
 //! reopened itself.
 
+use std::path::{Path, PathBuf};
+
 use bytes::Bytes;
 use object_store::Attributes;
 
@@ -32,9 +34,40 @@ pub struct Receipt {
 /// Capacity held by a put in progress; given back if the put does not complete.
 pub(super) struct Reservation {
     spool: Spool,
-    seq: u64,
-    file_bytes: u64,
+    pub(super) seq: u64,
+    pub(super) file_bytes: u64,
     held: bool,
+}
+
+impl Reservation {
+    /// Holds `extra` more bytes (a streamed entry's next piece), or says why not:
+    /// the entry would pass `max_bytes`, or the spool is full or stopped.
+    pub(super) fn grow(&mut self, extra: u64) -> Result<(), PutError> {
+        debug_assert!(self.held, "grew a reservation already given back");
+        let config = &self.spool.inner.config;
+        let wanted = self.file_bytes.saturating_add(extra);
+        if wanted > config.max_bytes {
+            return Err(PutError::TooLarge {
+                entry_bytes: wanted,
+                max_bytes: config.max_bytes,
+            });
+        }
+        let mut state = self.spool.state();
+        if let Some(reason) = &state.broken {
+            return Err(PutError::Broken {
+                reason: reason.clone(),
+            });
+        }
+        if state.bytes + state.reserved_bytes + extra > config.max_bytes {
+            return Err(PutError::Full(FullReason::Bytes {
+                max_bytes: config.max_bytes,
+            }));
+        }
+        state.reserved_bytes += extra;
+        self.file_bytes = wanted;
+        state.check(config);
+        Ok(())
+    }
 }
 
 impl Drop for Reservation {
@@ -66,8 +99,9 @@ impl Spool {
     /// Stores `payload` under the object name `name` with `attributes` (sent with
     /// the drain write) and returns once it is durable.
     ///
-    /// Refuses, without storing anything, a name Cloud Storage would reject,
-    /// attributes the entry format cannot hold, an entry larger than `max_bytes`, and
+    /// Refuses, without storing anything, a name Cloud Storage would reject or the
+    /// client could not write exactly ([`name::check_writable`]), attributes the
+    /// entry format cannot hold, an entry larger than `max_bytes`, and
     /// any entry while the spool is full or stopped. The write runs to completion even
     /// if the returned future is dropped, so the index never disagrees with the
     /// directory.
@@ -77,7 +111,7 @@ impl Spool {
         payload: Bytes,
         attributes: &Attributes,
     ) -> Result<Receipt, PutError> {
-        name::check(name)?;
+        name::check_writable(name)?;
         let attributes = entry::encode_attributes(attributes)?;
         let file_bytes = entry::file_bytes(name.len(), attributes.len(), payload.len() as u64);
         let reservation = self.reserve(file_bytes)?;
@@ -97,7 +131,7 @@ impl Spool {
     }
 
     /// Takes a sequence number and room for `file_bytes`, or says why not.
-    fn reserve(&self, file_bytes: u64) -> Result<Reservation, PutError> {
+    pub(super) fn reserve(&self, file_bytes: u64) -> Result<Reservation, PutError> {
         let config = &self.inner.config;
         if file_bytes > config.max_bytes {
             return Err(PutError::TooLarge {
@@ -136,34 +170,59 @@ impl Spool {
 
     async fn write_entry(
         &self,
-        mut reservation: Reservation,
+        reservation: Reservation,
         new: NewEntry,
     ) -> Result<Receipt, PutError> {
         let inner = &*self.inner;
-        let seq = reservation.seq;
         let created_unix_ms = inner.clock.now_unix_ms();
         let data = entry::encode_pieces(
-            seq,
+            reservation.seq,
             created_unix_ms,
             &new.name,
             &new.attributes,
             new.payload,
         );
         debug_assert_eq!(data.len() as u64, reservation.file_bytes);
-        let dir = &inner.entries.path;
-        let tmp = dir.join(temp_file_name(seq));
+        let (tmp, path) = self.entry_paths(&reservation, created_unix_ms);
+        let written = inner.disk.write_and_rename(&tmp, &path, data).await;
+        self.settle_entry(reservation, created_unix_ms, &tmp, path, written)
+            .await
+    }
+
+    /// The temp file an entry is written as, and the name it is renamed to.
+    pub(super) fn entry_paths(
+        &self,
+        reservation: &Reservation,
+        created_unix_ms: u64,
+    ) -> (PathBuf, PathBuf) {
+        let dir = &self.inner.entries.path;
+        let tmp = dir.join(temp_file_name(reservation.seq));
         let path = dir.join(entry_file_name(
-            seq,
+            reservation.seq,
             created_unix_ms,
             reservation.file_bytes,
         ));
+        (tmp, path)
+    }
 
-        if let Err(e) = inner.disk.write_and_rename(&tmp, &path, data).await {
-            // Which step failed is unknown here: remove both names. An entry file
-            // that cannot be removed is a complete entry (written, synced, renamed):
-            // it is indexed, not acknowledged, so that it drains and the gauges
-            // count it. A temp file left behind is deleted at the next open.
-            let removed = inner.disk.remove_all(&[tmp.clone(), path]).await;
+    /// Finishes a put whose file was written, synced and renamed from `tmp` to
+    /// `path` (`written`): waits for a directory sync that covers the rename and
+    /// indexes the entry. When `written` failed, which step failed is unknown here:
+    /// both names are removed. An entry file that cannot be removed is a complete
+    /// entry (written, synced, renamed): it is indexed, not acknowledged, so that it
+    /// drains and the gauges count it. A temp file left behind is deleted at the
+    /// next open.
+    pub(super) async fn settle_entry(
+        &self,
+        mut reservation: Reservation,
+        created_unix_ms: u64,
+        tmp: &Path,
+        path: PathBuf,
+        written: std::io::Result<()>,
+    ) -> Result<Receipt, PutError> {
+        let inner = &*self.inner;
+        if let Err(e) = written {
+            let removed = inner.disk.remove_all(&[tmp.to_path_buf(), path]).await;
             let entry_left = match removed {
                 Ok(results) => results.get(1).is_some_and(|r| {
                     r.as_ref()
@@ -175,7 +234,7 @@ impl Spool {
                 self.index_new(&mut reservation, created_unix_ms);
                 inner.changed.notify_waiters();
             }
-            return Err(put_failed(&tmp, e));
+            return Err(put_failed(tmp, e));
         }
         let ticket = inner.entries.sync.ticket();
         if self.sync_dir_upto(&inner.entries, ticket).await.is_err() {
@@ -189,14 +248,14 @@ impl Spool {
         self.index_new(&mut reservation, created_unix_ms);
         inner.changed.notify_waiters();
         Ok(Receipt {
-            seq,
+            seq: reservation.seq,
             file_bytes: reservation.file_bytes,
             created_unix_ms,
         })
     }
 
     /// Turns a durable put's reservation into an indexed entry.
-    fn index_new(&self, reservation: &mut Reservation, created_unix_ms: u64) {
+    pub(super) fn index_new(&self, reservation: &mut Reservation, created_unix_ms: u64) {
         let mut state = self.state();
         reservation.held = false;
         state.reserved_files -= 1;
@@ -223,7 +282,7 @@ impl Spool {
 
 /// The error for a put whose own file failed: full when out of space, otherwise an
 /// I/O error of this put alone.
-fn put_failed(path: &std::path::Path, e: std::io::Error) -> PutError {
+pub(super) fn put_failed(path: &Path, e: std::io::Error) -> PutError {
     if is_out_of_space(&e) {
         PutError::Full(FullReason::Disk)
     } else {

@@ -583,3 +583,135 @@ fn a_drifted_byte_total_is_caught_by_the_sampled_index_walk() {
     );
     state.check(&config);
 }
+
+/// A put was acknowledged for names Cloud Storage allows but the client cannot
+/// write exactly (object_store's `Path` refuses or rewrites them): the drain could
+/// never deliver them. Every entry point applies the one rule now.
+#[tokio::test]
+async fn names_the_drain_cannot_deliver_are_refused_at_put() {
+    let (spool, _disk) = crate::testing::mem_spool(SpoolConfig::default()).await;
+    for name in [
+        "a\u{1}b",
+        "tab\there",
+        "nul\0",
+        "a/./b",
+        "a/../b",
+        "./a",
+        "a//b",
+        "a/",
+        "/a",
+    ] {
+        let refused = spool.put(name, Bytes::from_static(b"x")).await;
+        assert!(
+            matches!(refused, Err(PutError::InvalidName(_))),
+            "{name:?} was not refused: {refused:?}"
+        );
+        let staged = spool.stage(name, &object_store::Attributes::new()).await;
+        assert!(
+            matches!(staged, Err(PutError::InvalidName(_))),
+            "{name:?} was staged"
+        );
+    }
+    assert!(spool.is_empty());
+}
+
+/// A payload streamed in pieces becomes the entry a put of the whole would have made:
+/// same name, attributes, bytes and size on disk, verified by the drain's reader,
+/// surviving a reopen.
+#[tokio::test]
+async fn a_staged_entry_commits_to_the_entry_a_put_would_make() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    let mut attributes = object_store::Attributes::new();
+    attributes.insert(object_store::Attribute::ContentType, "text/csv".into());
+    let mut staged = spool.stage("s/1", &attributes).await.unwrap();
+    let whole: Vec<u8> = (0..300_000u32).map(|i| (i % 241) as u8).collect();
+    for piece in whole.chunks(70_000) {
+        staged.append(Bytes::copy_from_slice(piece)).await.unwrap();
+    }
+    assert_eq!(staged.payload_len(), whole.len() as u64);
+    assert!(staged.read_payload().await.unwrap() == whole);
+    assert_eq!(spool.stats().files, 0, "indexed before its commit");
+    let receipt = staged.commit().await.unwrap();
+    assert_eq!(
+        receipt.file_bytes,
+        entry::file_bytes(
+            3,
+            entry::encode_attributes(&attributes).unwrap().len(),
+            300_000
+        )
+    );
+    drop(spool);
+
+    let (spool, _) = fx.open(SpoolConfig::default()).await.unwrap();
+    assert_eq!(spool.stats().bytes, receipt.file_bytes);
+    let claim = spool.claim_oldest().unwrap();
+    let (header, bytes) = spool.read(&claim).await.unwrap();
+    assert_eq!(header.name, "s/1");
+    assert_eq!(header.attributes, attributes);
+    assert!(bytes == whole, "the payload read back differs");
+}
+
+/// A stream that would take the spool past `max_bytes` is refused at the piece that
+/// would, and a staged entry dropped without a commit leaves neither its file nor
+/// its reservation behind.
+#[tokio::test]
+async fn a_staged_entry_is_bounded_by_max_bytes_and_cleaned_up_when_dropped() {
+    let fx = Fixture::new();
+    let config = SpoolConfig {
+        max_bytes: 10_000,
+        ..SpoolConfig::default()
+    };
+    let (spool, _) = fx.open(config).await.unwrap();
+    let mut staged = spool
+        .stage("big", &object_store::Attributes::new())
+        .await
+        .unwrap();
+    staged.append(payload(6_000)).await.unwrap();
+    let refused = staged.append(payload(6_000)).await.unwrap_err();
+    assert!(matches!(refused, PutError::TooLarge { .. }), "{refused}");
+    assert_eq!(staged.payload_len(), 6_000, "the refused piece was counted");
+    assert_eq!(spool.stats().reserved_bytes, entry::file_bytes(3, 0, 6_000));
+    staged.discard().await;
+    assert_eq!(
+        spool.stats().reserved_bytes,
+        0,
+        "room kept after the discard"
+    );
+    assert_eq!(spool.stats().reserved_files, 0);
+    assert!(fx.entries().is_empty(), "left behind: {:?}", fx.entries());
+    spool.put("fits", payload(9_000)).await.unwrap();
+
+    // Dropped instead: the room comes back at once (the file goes in a task).
+    let mut dropped = spool
+        .stage("dropped", &object_store::Attributes::new())
+        .await
+        .unwrap();
+    dropped.append(payload(500)).await.unwrap();
+    assert_eq!(spool.stats().reserved_files, 1);
+    drop(dropped);
+    assert_eq!(spool.stats().reserved_files, 0, "room kept after the drop");
+    assert_eq!(spool.stats().reserved_bytes, 0);
+}
+
+/// An append that failed leaves the file's contents unknown: the entry cannot be
+/// committed, and the spool goes on.
+#[tokio::test]
+async fn a_staged_entry_whose_append_failed_cannot_be_committed() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    let mut staged = spool
+        .stage("s", &object_store::Attributes::new())
+        .await
+        .unwrap();
+    staged.append(payload(10)).await.unwrap();
+    fx.disk.fail_next(Op::Append, io::ErrorKind::Other);
+    assert!(matches!(
+        staged.append(payload(10)).await,
+        Err(PutError::Io { .. })
+    ));
+    assert!(matches!(staged.commit().await, Err(PutError::Io { .. })));
+    assert_eq!(spool.stats().files, 0);
+    assert_eq!(spool.stats().broken, None);
+    spool.put("next", payload(10)).await.unwrap();
+}
