@@ -14,6 +14,12 @@
 //! | permanent failure (400, 403, ...) | dead-letter with the error, go on |
 //! | entry fails verification, or cannot be read 5 times in a row | quarantine with the reason, go on |
 //!
+//! An entry that cannot leave `entries/` once settled is tried again after a pause,
+//! never at once: a failed removal after delivery is held back by the remover (1 s,
+//! doubling to 64 s: `spool/src/spool/claim.rs`), a failed move to `dead-letter/` or
+//! `quarantine/` pauses the worker with its backoff. Each counts in
+//! `spool_remove_errors_total`, which the `SpoolDrainLooping` alert watches.
+//!
 //! A worker reads ahead where writes are fast: it claims as many entries as its last
 //! successful write's duration fits in [`READ_AHEAD_WAIT`], at most
 //! [`READ_AHEAD_ENTRIES`] or [`READ_AHEAD_BYTES`] (always one, one after a failed
@@ -267,6 +273,7 @@ impl Worker {
                     // It stays, and comes back after a pause: no tight loop on a
                     // disk that refuses the move.
                     tracing::error!(error = %io, "cannot quarantine an entry");
+                    self.spool.metrics().remove_errors.inc();
                     let delay = backoff.next_delay(&mut self.rng);
                     return self.pause(delay).await;
                 }
@@ -310,6 +317,7 @@ impl Worker {
                 Err(e) => {
                     // The entry stays in the spool and comes back to a worker later.
                     tracing::error!(error = %e, seq = header.seq, "cannot settle a drained entry");
+                    self.spool.metrics().remove_errors.inc();
                     let delay = backoff.next_delay(&mut self.rng);
                     self.pause(delay).await
                 }

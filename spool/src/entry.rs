@@ -80,7 +80,7 @@ impl Header {
 /// `attribute_len` bytes and a payload of `payload_len` bytes. This is what counts
 /// against a spool's `max_bytes`.
 pub fn file_bytes(name_len: usize, attribute_len: usize, payload_len: u64) -> u64 {
-    (FIXED_HEADER_BYTES + name_len + attribute_len) as u64 + payload_len
+    head_bytes(name_len, attribute_len) as u64 + payload_len
 }
 
 /// Why an entry file cannot be trusted.
@@ -305,10 +305,37 @@ pub fn encode_pieces(
     attributes: &[u8],
     payload: Bytes,
 ) -> Contents {
+    let head = encode_head(
+        seq,
+        created_unix_ms,
+        name,
+        attributes,
+        payload.len() as u64,
+        crc32c::crc32c(&payload),
+    );
+    let contents = Contents::new(head, payload);
+    debug_assert_eq!(
+        contents.len() as u64,
+        file_bytes(name.len(), attributes.len(), contents.body.len() as u64)
+    );
+    contents
+}
+
+/// Encodes the header with the name and attributes (everything before the payload)
+/// for a payload of `payload_len` bytes whose crc32c is `payload_crc32c`: what a
+/// streamed entry writes over its placeholder once its payload is in.
+pub fn encode_head(
+    seq: u64,
+    created_unix_ms: u64,
+    name: &str,
+    attributes: &[u8],
+    payload_len: u64,
+    payload_crc32c: u32,
+) -> Bytes {
     let name_len = u16::try_from(name.len()).expect("object names are checked to be <= 1024 bytes");
     let attribute_len =
         u32::try_from(attributes.len()).expect("attributes are checked to be <= 8 KiB");
-    let head_len = FIXED_HEADER_BYTES + name.len() + attributes.len();
+    let head_len = head_bytes(name.len(), attributes.len());
     let mut buf = BytesMut::with_capacity(head_len);
     buf.put_slice(&MAGIC);
     buf.put_u16_le(FORMAT_VERSION);
@@ -316,8 +343,8 @@ pub fn encode_pieces(
     buf.put_u32_le(attribute_len);
     buf.put_u64_le(seq);
     buf.put_u64_le(created_unix_ms);
-    buf.put_u64_le(payload.len() as u64);
-    buf.put_u32_le(crc32c::crc32c(&payload));
+    buf.put_u64_le(payload_len);
+    buf.put_u32_le(payload_crc32c);
     let header_crc = crc32c::crc32c_append(
         crc32c::crc32c_append(crc32c::crc32c(&buf[..44]), name.as_bytes()),
         attributes,
@@ -326,12 +353,13 @@ pub fn encode_pieces(
     buf.put_slice(name.as_bytes());
     buf.put_slice(attributes);
     debug_assert_eq!(buf.len(), head_len);
-    let contents = Contents::new(buf.freeze(), payload);
-    debug_assert_eq!(
-        contents.len() as u64,
-        file_bytes(name.len(), attributes.len(), contents.body.len() as u64)
-    );
-    contents
+    buf.freeze()
+}
+
+/// Size of the header with a name of `name_len` bytes and an attribute block of
+/// `attribute_len` bytes: where the payload starts.
+pub fn head_bytes(name_len: usize, attribute_len: usize) -> usize {
+    FIXED_HEADER_BYTES + name_len + attribute_len
 }
 
 /// Decodes and checks the header, without reading or hashing the payload. Returns

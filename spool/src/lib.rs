@@ -67,6 +67,8 @@ pub use error::{FullReason, OpenError, PutError, StoreError, UploadError};
 pub use metrics::Metrics;
 pub use remote::Remote;
 pub use spool::layout;
-pub use spool::{Claim, OpenReport, ReadError, Receipt, Requeued, SetAside, Spool, SpoolConfig};
+pub use spool::{
+    Claim, OpenReport, ReadError, Receipt, Requeued, SetAside, Spool, SpoolConfig, Staged,
+};
 pub use stats::Stats;
 pub use uploader::{Outcome, Uploader, UploaderConfig};

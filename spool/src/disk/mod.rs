@@ -1,14 +1,18 @@
-//! The disk seam: the eleven file-system operations the spool needs, and nothing
-//! else (`remove_all` and `read_all` are batches whose default makes one call per
-//! file; `write_and_rename` is two calls in one).
+//! The disk seam: the file-system operations the spool needs, and nothing else
+//! (`remove_all` and `read_all` are batches whose default makes one call per file;
+//! `write_and_rename` is two calls in one). A file is written whole
+//! (`create_synced`), or as its bytes arrive (`append`, `write_at`, then
+//! `sync_file`), so that an upload streamed into the spool holds one piece in memory,
+//! not the object.
 //!
 //! Production uses [`StdDisk`] (`std::fs` on tokio's blocking pool, so an fsync never
 //! stalls an async worker). A simulation supplies a disk that forgets what was not
 //! synced when it "loses power". The durability contract every implementation must
 //! keep, and the spool relies on:
 //!
-//! - after [`Disk::create_synced`] returns, the file's *contents* survive power loss,
-//!   but its directory entry does not until the directory is synced;
+//! - after [`Disk::create_synced`] or [`Disk::sync_file`] returns, the file's
+//!   *contents* survive power loss, but its directory entry does not until the
+//!   directory is synced; `append` and `write_at` alone make nothing durable;
 //! - after [`Disk::sync_dir`] returns, every create, rename and remove done in that
 //!   directory before the call survives power loss;
 //! - an error from either means nothing about what survived.
@@ -25,6 +29,8 @@ use std::future::Future;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+
+use bytes::Bytes;
 
 /// A boxed future returned by [`Disk`] methods.
 pub type DiskFuture<'a, T> = Pin<Box<dyn Future<Output = io::Result<T>> + Send + 'a>>;
@@ -107,6 +113,46 @@ pub trait Disk: Send + Sync + 'static {
     /// [`io::ErrorKind::WouldBlock`] when another holder has it; the error message then
     /// says who, when it can tell.
     fn lock<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, DiskLock>;
+
+    /// Appends `data` to the file `path`, creating it when it is missing. Makes nothing
+    /// durable ([`Disk::sync_file`] does). On error some of `data` may have been
+    /// written.
+    ///
+    /// The four calls for files written as their bytes arrive (`append`, `write_at`,
+    /// `sync_file`, `read_range`) have defaults that refuse, so that a `Disk` written
+    /// before they existed still compiles; every disk in this workspace implements
+    /// them, and the spool needs them only for streamed puts.
+    fn append<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()> {
+        let _ = data;
+        Box::pin(std::future::ready(Err(unsupported("append", path))))
+    }
+    /// Overwrites `data.len()` bytes of the file `path` at `offset`, all of which lie
+    /// within its current length (an entry's header, written once its payload is
+    /// in). Makes nothing durable.
+    fn write_at<'a>(&'a self, path: &'a Path, offset: u64, data: Bytes) -> DiskFuture<'a, ()> {
+        let _ = (offset, data);
+        Box::pin(std::future::ready(Err(unsupported("write_at", path))))
+    }
+    /// Makes the data and size of the file `path` durable (fdatasync); not its
+    /// directory entry. After an error nothing is known of what survives, and a later
+    /// `sync_file` proves nothing either (the kernel may have dropped the pages).
+    fn sync_file<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()> {
+        Box::pin(std::future::ready(Err(unsupported("sync_file", path))))
+    }
+    /// At most `len` bytes of the file `path` from `offset` (fewer where the file
+    /// ends; none past its end).
+    fn read_range<'a>(&'a self, path: &'a Path, offset: u64, len: u64) -> DiskFuture<'a, Vec<u8>> {
+        let _ = (offset, len);
+        Box::pin(std::future::ready(Err(unsupported("read_range", path))))
+    }
+}
+
+/// The error of a streaming call on a disk that does not implement it.
+fn unsupported(call: &str, path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("this disk does not implement {call} ({})", path.display()),
+    )
 }
 
 /// The real file system, through `std::fs` on tokio's blocking thread pool.
@@ -229,6 +275,51 @@ impl Disk for StdDisk {
     fn lock<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, DiskLock> {
         let path = path.to_path_buf();
         Box::pin(blocking(move || lock_file(&path).map(DiskLock::new)))
+    }
+
+    fn append<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()> {
+        let path = path.to_path_buf();
+        Box::pin(blocking(move || {
+            let mut file = File::options().append(true).create(true).open(path)?;
+            file.write_all(&data)
+        }))
+    }
+
+    fn write_at<'a>(&'a self, path: &'a Path, offset: u64, data: Bytes) -> DiskFuture<'a, ()> {
+        let path = path.to_path_buf();
+        Box::pin(blocking(move || {
+            use std::os::unix::fs::FileExt;
+            let file = File::options().write(true).open(path)?;
+            let len = file.metadata()?.len();
+            let end = offset.checked_add(data.len() as u64);
+            if end.is_none_or(|end| end > len) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "write_at past the end of the file",
+                ));
+            }
+            file.write_all_at(&data, offset)
+        }))
+    }
+
+    fn sync_file<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()> {
+        let path = path.to_path_buf();
+        // fdatasync needs a descriptor open for writing on some systems.
+        Box::pin(blocking(move || {
+            File::options().write(true).open(path)?.sync_data()
+        }))
+    }
+
+    fn read_range<'a>(&'a self, path: &'a Path, offset: u64, len: u64) -> DiskFuture<'a, Vec<u8>> {
+        let path = path.to_path_buf();
+        Box::pin(blocking(move || {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut file = File::open(path)?;
+            file.seek(SeekFrom::Start(offset))?;
+            let mut data = Vec::new();
+            file.take(len).read_to_end(&mut data)?;
+            Ok(data)
+        }))
     }
 }
 

@@ -23,6 +23,7 @@
 //! | `spool_quarantined_total` | counter | entries moved to `quarantine/` |
 //! | `spool_drain_retries_total` | counter | drain attempts that failed and will be retried |
 //! | `spool_recoveries_total` | counter | times the spool reopened itself after a failed directory sync |
+//! | `spool_remove_errors_total` | counter | settled entries that could not leave `entries/`: a removal after delivery, or a move to `dead-letter/` or `quarantine/`, failed (the entry is tried again after a pause) |
 //! | `spool_upload_direct_seconds` | histogram | latency of direct store writes |
 //! | `spool_put_seconds` | histogram | latency of durable spool puts |
 //! | `spool_drain_write_seconds` | histogram | latency of drain store writes |
@@ -98,6 +99,9 @@ pub mod names {
     pub const DRAIN_RETRIES_TOTAL: &str = "spool_drain_retries_total";
     /// Counter: times the spool reopened itself after a failed directory sync.
     pub const RECOVERIES_TOTAL: &str = "spool_recoveries_total";
+    /// Counter: settled entries that could not leave `entries/` (a removal after
+    /// delivery, or a move to `dead-letter/` or `quarantine/`, failed).
+    pub const REMOVE_ERRORS_TOTAL: &str = "spool_remove_errors_total";
     /// Histogram: latency of direct store writes.
     pub const UPLOAD_DIRECT_SECONDS: &str = "spool_upload_direct_seconds";
     /// Histogram: latency of durable spool puts.
@@ -106,7 +110,7 @@ pub mod names {
     pub const DRAIN_WRITE_SECONDS: &str = "spool_drain_write_seconds";
 
     /// Every name above, for tests and documentation checks.
-    pub const ALL: [&str; 23] = [
+    pub const ALL: [&str; 24] = [
         FILES,
         BYTES,
         OLDEST_AGE_SECONDS,
@@ -127,6 +131,7 @@ pub mod names {
         QUARANTINED_TOTAL,
         DRAIN_RETRIES_TOTAL,
         RECOVERIES_TOTAL,
+        REMOVE_ERRORS_TOTAL,
         UPLOAD_DIRECT_SECONDS,
         PUT_SECONDS,
         DRAIN_WRITE_SECONDS,
@@ -280,6 +285,7 @@ pub struct Metrics {
     pub(crate) quarantined: Counter,
     pub(crate) drain_retries: Counter,
     pub(crate) recoveries: Counter,
+    pub(crate) remove_errors: Counter,
     pub(crate) upload_direct_seconds: Histogram,
     pub(crate) spool_put_seconds: Histogram,
     pub(crate) drain_write_seconds: Histogram,
@@ -295,6 +301,7 @@ impl Default for Metrics {
             quarantined: Counter::default(),
             drain_retries: Counter::default(),
             recoveries: Counter::default(),
+            remove_errors: Counter::default(),
             upload_direct_seconds: latency_histogram(),
             spool_put_seconds: latency_histogram(),
             drain_write_seconds: latency_histogram(),
@@ -393,6 +400,11 @@ impl Metrics {
             "Times the spool reopened itself in place after a failed directory sync",
             self.recoveries.clone(),
         );
+        registry.register(
+            counter(REMOVE_ERRORS_TOTAL),
+            "Settled entries that could not leave entries/ (a removal or a move failed); each is tried again after a pause",
+            self.remove_errors.clone(),
+        );
         registry.register_with_unit(
             seconds(UPLOAD_DIRECT_SECONDS),
             "Latency of direct object-store writes",
@@ -470,6 +482,12 @@ impl Metrics {
     /// Times the spool reopened itself after a failed directory sync, so far.
     pub fn recoveries_total(&self) -> u64 {
         self.recoveries.get()
+    }
+
+    /// Settled entries that could not leave `entries/` so far: a removal after
+    /// delivery, or a move to `dead-letter/` or `quarantine/`, that failed.
+    pub fn remove_errors_total(&self) -> u64 {
+        self.remove_errors.get()
     }
 
     /// Failed drain attempts that will be retried, so far.

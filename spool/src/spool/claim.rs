@@ -7,15 +7,39 @@
 //! `remove_sync_batch` removals, and when the spool empties. A power loss can bring
 //! back up to that many delivered entries; the drainer sends them again and the
 //! store answers "already exists".
+//!
+//! A removal that fails (EIO, EROFS, EACCES) leaves the entry indexed, and the
+//! remover holds it back, still claimed, before giving it back to the queue:
+//! [`REMOVAL_RETRY_FIRST`] (1 s) after the first failure in a row, doubling to
+//! [`REMOVAL_RETRY_MAX`] (64 s). Given back at once, it would be claimed again by a
+//! worker whose backoff its delivery had just reset, sent again (answered "already
+//! exists", proven ours), and fail to go again, as fast as the store answers.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use bytes::Bytes;
+use tokio::time::Instant;
 
 use super::layout::{self, VerifyError};
 use super::{Spool, State, UNREADABLE_AFTER};
 use crate::entry::Header;
+
+/// How long a delivered entry whose removal failed is held back before it is given
+/// back to the queue, after the first failure in a row; it doubles with each further
+/// failure of the same entry, up to [`REMOVAL_RETRY_MAX`].
+pub const REMOVAL_RETRY_FIRST: Duration = Duration::from_secs(1);
+/// The longest a delivered entry whose removals keep failing is held back between
+/// tries: each try costs one store write (answered "already exists") and a read back.
+pub const REMOVAL_RETRY_MAX: Duration = Duration::from_secs(64);
+
+/// The pause after the `failures`-th failed removal in a row of one entry.
+fn removal_retry_delay(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    (REMOVAL_RETRY_FIRST * 2u32.pow(doublings)).min(REMOVAL_RETRY_MAX)
+}
 
 /// Why a claimed entry could not be read back.
 #[derive(Debug, thiserror::Error)]
@@ -330,8 +354,9 @@ impl Spool {
     }
 
     /// Removes one batch from the queue: one disk call, then the index, then a
-    /// directory sync when one is due.
-    async fn remove_batch(&self, batch: Vec<(u64, String)>) {
+    /// directory sync when one is due. Returns the entries whose removal failed: they
+    /// stay indexed and claimed, for the remover to give back after a pause.
+    async fn remove_batch(&self, batch: &[(u64, String)]) -> Vec<u64> {
         let inner = &*self.inner;
         let paths: Vec<PathBuf> = batch
             .iter()
@@ -344,6 +369,7 @@ impl Spool {
                 .map(|_| Err(io::Error::new(e.kind(), e.to_string())))
                 .collect(),
         };
+        let mut failed = Vec::new();
         let sync_now = {
             let mut state = self.state();
             let mut removed = 0;
@@ -353,8 +379,9 @@ impl Spool {
                     Ok(()) => removed += 1,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => removed += 1,
                     Err(e) => {
-                        tracing::error!(error = %e, %file, "cannot remove a drained entry; it will be sent again");
-                        self.unclaim(&mut state, *seq);
+                        inner.metrics.remove_errors.inc();
+                        tracing::error!(error = %e, %file, "cannot remove a drained entry; it will be sent again after a pause");
+                        failed.push(*seq);
                         continue;
                     }
                 }
@@ -381,6 +408,7 @@ impl Spool {
             .removing
             .retain(|seq| !batch.iter().any(|(s, _)| s == seq));
         inner.changed.notify_waiters();
+        failed
     }
 
     /// Settles a claim whose file is gone ([`ReadError::Gone`]): the index forgets
@@ -424,11 +452,13 @@ impl Spool {
 }
 
 /// The remover task: deletes what [`Spool::remove_in_background`] queued, a batch
-/// per disk call, until the spool is dropped.
+/// per disk call, until the spool is dropped. Entries whose removal failed are held
+/// back (claimed) and given back to the queue after [`removal_retry_delay`].
 pub(super) async fn run_remover(
     inner: std::sync::Weak<super::Inner>,
     wake: std::sync::Arc<tokio::sync::Notify>,
 ) {
+    let mut held_back = HeldBack::default();
     loop {
         let woken = wake.notified();
         tokio::pin!(woken);
@@ -437,6 +467,9 @@ pub(super) async fn run_remover(
             return;
         };
         let spool = Spool { inner };
+        for seq in held_back.due(Instant::now()) {
+            spool.release(seq);
+        }
         let batch = {
             let mut state = spool.state();
             let batch = std::mem::take(&mut state.removals);
@@ -445,9 +478,69 @@ pub(super) async fn run_remover(
         };
         if batch.is_empty() {
             drop(spool);
-            woken.await;
+            match held_back.next_due() {
+                Some(at) => tokio::select! {
+                    () = &mut woken => {}
+                    () = tokio::time::sleep_until(at) => {}
+                },
+                None => woken.await,
+            }
         } else {
-            spool.remove_batch(batch).await;
+            let failed = spool.remove_batch(&batch).await;
+            held_back.settled(&batch, &failed, Instant::now());
         }
+    }
+}
+
+/// Entries whose removal failed, each with its failures in a row and when it goes
+/// back to the queue. Bounded by the entries the drainer has delivered and could not
+/// remove; an entry is forgotten once its removal succeeds.
+#[derive(Default)]
+struct HeldBack {
+    /// Failed removals in a row, by sequence number.
+    failures: BTreeMap<u64, u32>,
+    /// (when it goes back, sequence number).
+    until: Vec<(Instant, u64)>,
+}
+
+impl HeldBack {
+    /// Records what removing `batch` did: `failed` are held back, the rest forgotten.
+    fn settled(&mut self, batch: &[(u64, String)], failed: &[u64], now: Instant) {
+        for (seq, _) in batch {
+            if !failed.contains(seq) {
+                self.failures.remove(seq);
+            }
+        }
+        for &seq in failed {
+            let failures = self.failures.entry(seq).or_insert(0);
+            *failures = failures.saturating_add(1);
+            self.until.push((now + removal_retry_delay(*failures), seq));
+        }
+    }
+
+    /// The entries whose pause is over at `now`; they are no longer held.
+    fn due(&mut self, now: Instant) -> Vec<u64> {
+        let (due, waiting) = std::mem::take(&mut self.until)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.until = waiting;
+        due.into_iter().map(|(_, seq)| seq).collect()
+    }
+
+    /// When the next held entry goes back, if any is held.
+    fn next_due(&self) -> Option<Instant> {
+        self.until.iter().map(|(at, _)| *at).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pause_doubles_from_the_first_to_the_longest() {
+        let secs = |n| removal_retry_delay(n).as_secs();
+        assert_eq!([1, 2, 3, 7, 8, 100].map(secs), [1, 2, 4, 64, 64, 64]);
+        assert_eq!(removal_retry_delay(0), REMOVAL_RETRY_FIRST);
     }
 }

@@ -29,6 +29,7 @@ pub mod layout;
 mod open;
 mod put;
 mod recover;
+mod stage;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +42,7 @@ pub use aside::{Requeued, SetAside};
 pub use claim::{Claim, ReadError};
 pub use open::OpenReport;
 pub use put::Receipt;
+pub use stage::Staged;
 
 use crate::clock::{Clock, SystemClock};
 use crate::disk::{Disk, DiskLock, StdDisk};

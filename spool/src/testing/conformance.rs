@@ -17,6 +17,78 @@ pub async fn run_all(disk: &dyn Disk, root: &Path) {
     remove_all_answers_per_path_in_order(disk, &root.join("remove_all")).await;
     read_all_answers_per_path_in_order(disk, &root.join("read_all")).await;
     both_pieces_of_the_contents_are_written_in_order(disk, &root.join("pieces")).await;
+    a_file_grows_by_appends_and_is_patched_in_place(disk, &root.join("stream")).await;
+    ranges_read_what_lies_there_and_stop_at_the_end(disk, &root.join("ranges")).await;
+}
+
+/// A file written as its bytes arrive: `append` creates it and adds to its end,
+/// `write_at` overwrites bytes inside it (never past the end), `sync_file` answers
+/// for a file that exists and refuses one that does not.
+pub async fn a_file_grows_by_appends_and_is_patched_in_place(disk: &dyn Disk, dir: &Path) {
+    fresh(disk, dir).await;
+    let path = dir.join("streamed");
+    disk.append(&path, bytes::Bytes::from_static(b"....head"))
+        .await
+        .expect("append creates a missing file");
+    let body: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    for piece in body.chunks(65_536) {
+        disk.append(&path, bytes::Bytes::copy_from_slice(piece))
+            .await
+            .expect("append");
+    }
+    disk.write_at(&path, 0, bytes::Bytes::from_static(b"HEAD"))
+        .await
+        .expect("write_at inside the file");
+    disk.sync_file(&path).await.expect("sync_file");
+    let want = [&b"HEADhead"[..], &body[..]].concat();
+    let read = disk.read(&path).await.unwrap();
+    assert!(
+        read == want,
+        "appends must land in order, and write_at must overwrite in place: read {} bytes \
+         starting {:?}, want {} starting {:?}",
+        read.len(),
+        &read[..read.len().min(12)],
+        want.len(),
+        &want[..12]
+    );
+    let len = want.len() as u64;
+    let past = disk
+        .write_at(&path, len - 2, bytes::Bytes::from_static(b"xyz"))
+        .await;
+    assert!(past.is_err(), "write_at past the end must fail");
+    assert!(
+        disk.read(&path).await.unwrap() == want,
+        "a refused write_at changed the file"
+    );
+    let err = disk.sync_file(&dir.join("nothing")).await.unwrap_err();
+    assert_eq!(
+        err.kind(),
+        io::ErrorKind::NotFound,
+        "sync_file of a missing file"
+    );
+}
+
+/// `read_range` gives the bytes at an offset, fewer at the end of the file, none
+/// past it, and NotFound for a missing file.
+pub async fn ranges_read_what_lies_there_and_stop_at_the_end(disk: &dyn Disk, dir: &Path) {
+    fresh(disk, dir).await;
+    let path = dir.join("f");
+    disk.create_synced(&path, Contents::from(&b"0123456789"[..]))
+        .await
+        .unwrap();
+    assert_eq!(disk.read_range(&path, 2, 3).await.unwrap(), b"234");
+    assert_eq!(disk.read_range(&path, 8, 100).await.unwrap(), b"89");
+    assert_eq!(disk.read_range(&path, 10, 5).await.unwrap(), b"");
+    assert_eq!(disk.read_range(&path, 50, 5).await.unwrap(), b"");
+    let err = disk
+        .read_range(&dir.join("nothing"), 0, 1)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        io::ErrorKind::NotFound,
+        "read_range of a missing file"
+    );
 }
 
 async fn fresh(disk: &dyn Disk, dir: &Path) {

@@ -7,6 +7,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
+
 use crate::disk::{Contents, Disk, DiskFuture, DiskLock, StdDisk};
 
 /// Which disk operation a [`FaultDisk`] rule applies to.
@@ -20,6 +22,10 @@ pub enum Op {
     SyncDir,
     /// `remove`.
     Remove,
+    /// `append`.
+    Append,
+    /// `sync_file`.
+    SyncFile,
 }
 
 /// The real disk, with injectable failures, a gate that holds directory syncs, and
@@ -109,6 +115,24 @@ impl Disk for FaultDisk {
     }
     fn lock<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, DiskLock> {
         StdDisk.lock(path)
+    }
+    fn append<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()> {
+        Box::pin(async move {
+            self.injected(Op::Append)?;
+            StdDisk.append(path, data).await
+        })
+    }
+    fn write_at<'a>(&'a self, path: &'a Path, offset: u64, data: Bytes) -> DiskFuture<'a, ()> {
+        StdDisk.write_at(path, offset, data)
+    }
+    fn sync_file<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()> {
+        Box::pin(async move {
+            self.injected(Op::SyncFile)?;
+            StdDisk.sync_file(path).await
+        })
+    }
+    fn read_range<'a>(&'a self, path: &'a Path, offset: u64, len: u64) -> DiskFuture<'a, Vec<u8>> {
+        StdDisk.read_range(path, offset, len)
     }
 }
 
@@ -250,6 +274,58 @@ impl Disk for MemDisk {
                 "locked",
             ))
         };
+        Box::pin(std::future::ready(result))
+    }
+    fn append<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()> {
+        let mut files = self.files.lock().unwrap();
+        files
+            .entry(path.to_path_buf())
+            .or_default()
+            .extend_from_slice(&data);
+        Box::pin(std::future::ready(Ok(())))
+    }
+    fn write_at<'a>(&'a self, path: &'a Path, offset: u64, data: Bytes) -> DiskFuture<'a, ()> {
+        let mut files = self.files.lock().unwrap();
+        let result = match files.get_mut(path) {
+            None => Err(Self::not_found(path)),
+            Some(file) => match usize::try_from(offset)
+                .ok()
+                .and_then(|at| Some(at..at.checked_add(data.len())?))
+                .filter(|range| range.end <= file.len())
+            {
+                Some(range) => {
+                    file[range].copy_from_slice(&data);
+                    Ok(())
+                }
+                None => Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "write_at past the end of the file",
+                )),
+            },
+        };
+        Box::pin(std::future::ready(result))
+    }
+    fn sync_file<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()> {
+        let result = match self.files.lock().unwrap().contains_key(path) {
+            true => Ok(()),
+            false => Err(Self::not_found(path)),
+        };
+        Box::pin(std::future::ready(result))
+    }
+    fn read_range<'a>(&'a self, path: &'a Path, offset: u64, len: u64) -> DiskFuture<'a, Vec<u8>> {
+        let result = self
+            .files
+            .lock()
+            .unwrap()
+            .get(path)
+            .map(|file| {
+                let start = usize::try_from(offset)
+                    .unwrap_or(usize::MAX)
+                    .min(file.len());
+                let end = start.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
+                file[start..end.min(file.len())].to_vec()
+            })
+            .ok_or_else(|| Self::not_found(path));
         Box::pin(std::future::ready(result))
     }
 }
