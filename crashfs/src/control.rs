@@ -1,0 +1,1 @@
+//! The control protocol: one command a line, one answer a line.
