@@ -1,6 +1,8 @@
 //! The `crashfs` binary: mounts, answers the control protocol on its socket, and
 //! unmounts cleanly on SIGTERM.
 
+#![cfg(feature = "fuse")]
+
 mod common;
 
 use std::io::{BufRead, BufReader, Write};

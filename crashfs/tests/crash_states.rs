@@ -3,6 +3,8 @@
 //! test loops over seeds and checks both that every state occurs and that what was
 //! made durable always survives.
 
+#![cfg(feature = "fuse")]
+
 mod common;
 
 use std::collections::BTreeMap;

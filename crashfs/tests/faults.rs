@@ -1,6 +1,8 @@
 //! Injected faults, seen by a plain `std::fs` caller on the mount: each operation
 //! kind fails with the errno it was given, and the counts say so.
 
+#![cfg(feature = "fuse")]
+
 mod common;
 
 use std::fs::{self, File};
@@ -9,6 +11,9 @@ use std::path::Path;
 
 use common::*;
 use crashfs::faults::{Errno, OpKind};
+
+/// An operation kind, the errno to inject, and a plain caller's operation of that kind.
+type Case<'a> = (OpKind, Errno, Box<dyn FnOnce() -> io::Result<()> + 'a>);
 
 /// Runs `op` with every operation of `kind` failing with `errno`; returns its error.
 fn failing(
@@ -36,7 +41,7 @@ fn each_fault_kind_reaches_a_plain_std_fs_caller_with_its_errno() {
     let (d, f) = (fx.path("d"), fx.path("d/f"));
     fs::create_dir(&d).unwrap();
     write_file(&f, b"data", true).unwrap();
-    let cases: Vec<(OpKind, Errno, Box<dyn FnOnce() -> io::Result<()>>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             OpKind::Create,
             Errno::ENOSPC,
