@@ -104,6 +104,7 @@ fn run_slice(binary: &Path, scenario: &Path, out: &Path) -> Run {
         .arg("--out")
         .arg(out)
         .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
         .status()
         .expect("sim runs");
     assert!(status.success(), "{} failed on the slice", binary.display());
