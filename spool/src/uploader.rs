@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::error::{PutError, StoreError, UploadError};
 use crate::metrics::{UploadOutcome, WritePath};
 use crate::remote::{Existing, Remote};
-use crate::spool::Spool;
+use crate::spool::{Spool, Staged};
 
 /// Settings for an [`Uploader`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +29,11 @@ pub struct UploaderConfig {
     /// the spool instead of overtaking it. Default off. Strict order also needs a
     /// drainer with one worker.
     pub ordered: bool,
+    /// A streamed object ([`Uploader::upload_staged`]) larger than this is spooled
+    /// without a direct try, because a direct write holds the whole object in
+    /// memory; the drainer delivers it. Default 8 MiB. (`upload_with` always tries:
+    /// its caller already holds the bytes.)
+    pub direct_max_bytes: u64,
 }
 
 impl Default for UploaderConfig {
@@ -36,8 +41,19 @@ impl Default for UploaderConfig {
         Self {
             put_timeout: Duration::from_secs(10),
             ordered: false,
+            direct_max_bytes: 8 << 20,
         }
     }
+}
+
+/// What a direct write decided.
+enum Direct {
+    /// The store has the object (written now, or proven there already).
+    Stored,
+    /// Retryable: the object goes to the spool.
+    Spool(StoreError),
+    /// Refused for good.
+    Refused(StoreError),
 }
 
 /// Where an accepted object went.
@@ -120,6 +136,64 @@ impl Uploader {
         if self.config.ordered && !self.spool.is_empty() {
             return self.spool_it(name, payload, attributes, None).await;
         }
+        match self.write_direct(name, &payload, attributes).await {
+            Direct::Stored => Ok(Outcome::Stored),
+            Direct::Spool(e) => self.spool_it(name, payload, attributes, Some(e)).await,
+            Direct::Refused(e) => Err(UploadError::Refused(e)),
+        }
+    }
+
+    /// Makes a streamed object safe, as [`Uploader::upload_with`] does an object in
+    /// memory: `staged` holds its payload in the spool's temp file, with
+    /// `attributes` (those it was staged with). Up to `direct_max_bytes` it is read
+    /// back and tried in the store once; it is committed to the spool when that
+    /// fails retryably, when it is larger, or when order is kept and the spool is
+    /// not empty, and discarded otherwise.
+    pub async fn upload_staged(
+        &self,
+        staged: Staged,
+        attributes: &Attributes,
+    ) -> Result<Outcome, UploadError> {
+        let result = self.try_upload_staged(staged, attributes).await;
+        self.spool.metrics().upload(UploadOutcome::of(&result));
+        result
+    }
+
+    async fn try_upload_staged(
+        &self,
+        staged: Staged,
+        attributes: &Attributes,
+    ) -> Result<Outcome, UploadError> {
+        let spool_first = self.config.ordered && !self.spool.is_empty();
+        if spool_first || staged.payload_len() > self.config.direct_max_bytes {
+            return self.commit_staged(staged, None).await;
+        }
+        let payload = match staged.read_payload().await {
+            Ok(payload) => payload,
+            Err(spool_error) => {
+                return Err(UploadError::NotSpooled {
+                    store_error: None,
+                    spool_error,
+                });
+            }
+        };
+        let name = staged.name().to_owned();
+        match self.write_direct(&name, &payload, attributes).await {
+            Direct::Stored => {
+                staged.discard().await;
+                Ok(Outcome::Stored)
+            }
+            Direct::Spool(e) => self.commit_staged(staged, Some(e)).await,
+            Direct::Refused(e) => {
+                staged.discard().await;
+                Err(UploadError::Refused(e))
+            }
+        }
+    }
+
+    /// One create-if-absent write of `payload` as `name`, timed and counted, with a
+    /// 412 proven or refused.
+    async fn write_direct(&self, name: &str, payload: &Bytes, attributes: &Attributes) -> Direct {
         let metrics = self.spool.metrics();
         let started = Instant::now();
         let result = self
@@ -130,23 +204,23 @@ impl Uploader {
             .upload_direct_seconds
             .observe(started.elapsed().as_secs_f64());
         let error = match result {
-            Ok(()) => return Ok(Outcome::Stored),
+            Ok(()) => return Direct::Stored,
             Err(e) => e,
         };
         metrics.store_error(WritePath::Direct, error.kind_label());
         let error = match error {
             StoreError::AlreadyExists { .. } => {
-                self.settle_already_exists(name, &payload, error).await
+                self.settle_already_exists(name, payload, error).await
             }
             other => other,
         };
         match error {
-            StoreError::AlreadyExists { .. } => Ok(Outcome::Stored),
+            StoreError::AlreadyExists { .. } => Direct::Stored,
             e if e.is_retryable() => {
                 tracing::debug!(%name, error = %e, "store write failed; spooling");
-                self.spool_it(name, payload, attributes, Some(e)).await
+                Direct::Spool(e)
             }
-            e => Err(UploadError::Refused(e)),
+            e => Direct::Refused(e),
         }
     }
 
@@ -191,6 +265,26 @@ impl Uploader {
     ) -> Result<Outcome, UploadError> {
         let started = Instant::now();
         let result = self.spool.put_with(name, payload, attributes).await;
+        self.spooled(started, result, store_error)
+    }
+
+    async fn commit_staged(
+        &self,
+        staged: Staged,
+        store_error: Option<StoreError>,
+    ) -> Result<Outcome, UploadError> {
+        let started = Instant::now();
+        let result = staged.commit().await;
+        self.spooled(started, result, store_error)
+    }
+
+    /// What the caller is told of a put into the spool.
+    fn spooled(
+        &self,
+        started: Instant,
+        result: Result<crate::Receipt, PutError>,
+        store_error: Option<StoreError>,
+    ) -> Result<Outcome, UploadError> {
         self.spool
             .metrics()
             .spool_put_seconds
@@ -268,6 +362,75 @@ mod tests {
         );
         assert!(spool.is_empty());
         assert_eq!(counts(&spool), [1, 0, 0, 0]);
+    }
+
+    async fn staged(spool: &Spool, name: &str, payload: &[u8]) -> Staged {
+        let mut staged = spool.stage(name, &Attributes::new()).await.unwrap();
+        staged
+            .append(Bytes::copy_from_slice(payload))
+            .await
+            .unwrap();
+        staged
+    }
+
+    /// A streamed object goes the way one in memory goes: stored directly (its temp
+    /// entry given back), spooled on a retryable failure, refused for good otherwise.
+    #[tokio::test]
+    async fn a_streamed_object_is_stored_spooled_or_refused_as_one_in_memory() {
+        let none = Attributes::new();
+        let (up, spool, store) = setup(Mode::Healthy, UploaderConfig::default()).await;
+        let outcome = up
+            .upload_staged(staged(&spool, "a", b"1").await, &none)
+            .await;
+        assert_eq!(outcome.unwrap(), Outcome::Stored);
+        assert_eq!(
+            store.contents().await,
+            [("a".into(), Bytes::from_static(b"1"))]
+        );
+        assert!(
+            spool.is_empty(),
+            "the staged entry was kept: {:?}",
+            spool.stats()
+        );
+
+        store.set_mode(Mode::Down);
+        let outcome = up
+            .upload_staged(staged(&spool, "b", b"2").await, &none)
+            .await;
+        assert!(
+            matches!(outcome, Ok(Outcome::Spooled { .. })),
+            "{outcome:?}"
+        );
+        assert_eq!(spool.stats().files, 1);
+
+        store.set_mode(Mode::Forbidden);
+        let outcome = up
+            .upload_staged(staged(&spool, "c", b"3").await, &none)
+            .await;
+        assert!(
+            matches!(outcome, Err(UploadError::Refused(_))),
+            "{outcome:?}"
+        );
+        assert_eq!((spool.stats().files, spool.stats().reserved_files), (1, 0));
+        assert_eq!(counts(&spool), [1, 1, 0, 1]);
+    }
+
+    /// Past `direct_max_bytes` a streamed object is spooled without a direct write,
+    /// which would hold it all in memory.
+    #[tokio::test]
+    async fn a_streamed_object_over_the_direct_limit_goes_to_the_spool_untried() {
+        let config = UploaderConfig {
+            direct_max_bytes: 4,
+            ..UploaderConfig::default()
+        };
+        let (up, spool, store) = setup(Mode::Healthy, config).await;
+        let big = staged(&spool, "big", b"12345").await;
+        let outcome = up.upload_staged(big, &Attributes::new()).await.unwrap();
+        assert!(matches!(outcome, Outcome::Spooled { .. }));
+        assert_eq!(store.put_attempts.load(Ordering::SeqCst), 0);
+        let small = staged(&spool, "small", b"1234").await;
+        let outcome = up.upload_staged(small, &Attributes::new()).await.unwrap();
+        assert_eq!(outcome, Outcome::Stored);
     }
 
     #[tokio::test]
