@@ -279,6 +279,7 @@ impl Uploader {
     }
 
     /// What the caller is told of a put into the spool.
+    #[allow(clippy::result_large_err)] // the error every upload returns, unboxed
     fn spooled(
         &self,
         started: Instant,
