@@ -30,12 +30,14 @@
 //! | [`Condition::QuarantineFiles`] | `spool_quarantined_files > 0` | `quarantined_files > 0` |
 //! | [`Condition::Broken`] | `spool_broken == 1` | `broken` |
 //! | [`Condition::Reopened`] | `increase(spool_recoveries_total[w]) > 0` | `recoveries_in_window > 0`, as for `Rejecting` |
+//! | [`Condition::Failing`] | `increase(spool_uploads_total{outcome="failed"}[w]) > 0` | `failed_in_window > 0`, as for `Rejecting` |
+//! | [`Condition::DrainLooping`] | `increase(spool_remove_errors_total[w]) > 0 and delta(spool_files[w]) >= 0` | `remove_errors_in_window > 0` and `files_change_in_window >= 0`: the last scrape's `spool_files` minus the first's in `[t - w, t]`, none with fewer than two (PromQL's `delta()` extrapolates, which never changes its sign) |
 //! | [`Condition::Absent`] | `absent(spool_files)` | `metrics_absent` |
 //!
 //! When the target is down its series are stale (Prometheus writes staleness markers
 //! when a scrape fails): an instant selector has no value, so while `metrics_absent`
 //! [`Condition::holds`] is false for every condition that reads one (all but
-//! `Absent`, `Rejecting` and `Reopened`). A range selector still holds the scrapes
+//! `Absent`, `Rejecting`, `Reopened`, `Failing` and `DrainLooping`). A range selector still holds the scrapes
 //! taken before within its range, so `increase()` can keep a `Rejecting` or
 //! `Reopened` alert firing while the target is down; the model computes the windowed
 //! fields from the scrapes taken and agrees (`tests/promtool.rs` checks it). Prometheus's `absent(spool_files)` looks
@@ -46,7 +48,7 @@ use std::time::Duration;
 
 use crate::metrics::names::{
     BROKEN, BYTES, DEAD_LETTER_FILES, FILES, MAX_BYTES, MAX_FILES, OLDEST_AGE_SECONDS,
-    QUARANTINED_FILES, RECOVERIES_TOTAL, UPLOADS_TOTAL,
+    QUARANTINED_FILES, RECOVERIES_TOTAL, REMOVE_ERRORS_TOTAL, UPLOADS_TOTAL,
 };
 use crate::metrics::{Metrics, UploadOutcome};
 use crate::stats::Stats;
@@ -79,6 +81,14 @@ pub enum Condition {
     Broken,
     /// The spool reopened itself after a failed directory sync within the window.
     Reopened(Duration),
+    /// Uploads failed (`outcome="failed"`: the store failed them and the spool could
+    /// not take them, such as an I/O error on the spool's disk or the spool broken;
+    /// or the store refused them for good; or they were invalid) within the window.
+    Failing(Duration),
+    /// Within the window, settled entries could not leave `entries/` (a removal or
+    /// a move failed, `spool_remove_errors_total` rose) and `spool_files` did not
+    /// fall: the drainer sends the same entries again and again.
+    DrainLooping(Duration),
     /// No `spool_files` series is scraped at all.
     Absent,
 }
@@ -114,6 +124,13 @@ pub struct Sample {
     pub rejected_in_window: u64,
     /// Increase of `spool_recoveries_total` over the window ending now.
     pub recoveries_in_window: u64,
+    /// Increase of `spool_uploads_total{outcome="failed"}` over the window ending now.
+    pub failed_in_window: u64,
+    /// Increase of `spool_remove_errors_total` over the window ending now.
+    pub remove_errors_in_window: u64,
+    /// `spool_files` at the last scrape in the window minus at the first (the sign of
+    /// `delta(spool_files[w])`); `None` with fewer than two scrapes in the window.
+    pub files_change_in_window: Option<f64>,
     /// `predict_linear(spool_bytes[lookback], horizon)`; `None` with fewer than two
     /// scrapes in the lookback.
     pub predicted_bytes: Option<f64>,
@@ -153,6 +170,15 @@ impl Condition {
                     prometheus_duration(w)
                 )
             }
+            Condition::Failing(w) => format!(
+                "increase({UPLOADS_TOTAL}{{outcome=\"{}\"}}[{}]) > 0",
+                UploadOutcome::Failed.label(),
+                prometheus_duration(w)
+            ),
+            Condition::DrainLooping(w) => {
+                let w = prometheus_duration(w);
+                format!("increase({REMOVE_ERRORS_TOTAL}[{w}]) > 0 and delta({FILES}[{w}]) >= 0")
+            }
             Condition::Absent => format!("absent({FILES})"),
         }
     }
@@ -161,7 +187,10 @@ impl Condition {
     /// a [`Sample`]'s windowed fields.
     pub fn range(&self) -> Option<Duration> {
         match *self {
-            Condition::Rejecting(w) | Condition::Reopened(w) => Some(w),
+            Condition::Rejecting(w)
+            | Condition::Reopened(w)
+            | Condition::Failing(w)
+            | Condition::DrainLooping(w) => Some(w),
             Condition::FullWithin { lookback, .. } => Some(lookback),
             _ => None,
         }
@@ -170,7 +199,13 @@ impl Condition {
     /// Whether the condition holds for `s`, as the PromQL would have a result.
     pub fn holds(&self, s: &Sample) -> bool {
         let instant_values_stale = s.metrics_absent;
-        let reads_only_ranges = matches!(self, Condition::Rejecting(_) | Condition::Reopened(_));
+        let reads_only_ranges = matches!(
+            self,
+            Condition::Rejecting(_)
+                | Condition::Reopened(_)
+                | Condition::Failing(_)
+                | Condition::DrainLooping(_)
+        );
         if instant_values_stale && !reads_only_ranges {
             return *self == Condition::Absent;
         }
@@ -188,6 +223,10 @@ impl Condition {
             Condition::QuarantineFiles => s.quarantined_files > 0,
             Condition::Broken => s.broken,
             Condition::Reopened(_) => s.recoveries_in_window > 0,
+            Condition::Failing(_) => s.failed_in_window > 0,
+            Condition::DrainLooping(_) => {
+                s.remove_errors_in_window > 0 && s.files_change_in_window.is_some_and(|c| c >= 0.0)
+            }
             Condition::Absent => false,
         }
     }
@@ -203,8 +242,14 @@ impl Condition {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         };
-        if let Condition::Rejecting(_) = self {
-            labels.push(("outcome".into(), UploadOutcome::Rejected.label().into()));
+        match self {
+            Condition::Rejecting(_) => {
+                labels.push(("outcome".into(), UploadOutcome::Rejected.label().into()));
+            }
+            Condition::Failing(_) => {
+                labels.push(("outcome".into(), UploadOutcome::Failed.label().into()));
+            }
+            _ => {}
         }
         labels.sort();
         labels
@@ -237,7 +282,7 @@ impl AlertRule {
 }
 
 /// The shipped rules.
-pub const RULES: [AlertRule; 9] = [
+pub const RULES: [AlertRule; 11] = [
     AlertRule {
         name: "SpoolOldestEntryStale",
         condition: Condition::OldestAgeAbove(900.0),
@@ -304,6 +349,22 @@ pub const RULES: [AlertRule; 9] = [
         severity: "warning",
         summary: "The spool on {{ $labels.instance }} reopened itself after a failed directory sync",
         description: "The spool on {{ $labels.instance }} reopened itself after a failed directory sync in the last hour (reopenings counted: {{ $value | printf \"%.0f\" }}); each time the puts in flight failed. The disk may be failing.",
+    },
+    AlertRule {
+        name: "SpoolUploadsFailing",
+        condition: Condition::Failing(Duration::from_secs(300)),
+        hold_for: Duration::from_secs(600),
+        severity: "critical",
+        summary: "Uploads on {{ $labels.instance }} have kept failing for 10 minutes",
+        description: "Uploads on {{ $labels.instance }} have failed in every 5 minutes for 10 minutes (about {{ $value | printf \"%.0f\" }} in the last 5): the store did not take them and the spool could not either (an I/O error such as EIO, EROFS or EACCES on the spool's disk, or the spool broken), or the store refused them for good. The callers got errors (spool-relay answers 503) and still hold those bytes.",
+    },
+    AlertRule {
+        name: "SpoolDrainLooping",
+        condition: Condition::DrainLooping(Duration::from_secs(600)),
+        hold_for: Duration::from_secs(600),
+        severity: "warning",
+        summary: "The drainer on {{ $labels.instance }} keeps sending entries it cannot remove",
+        description: "For 10 minutes the spool on {{ $labels.instance }} has failed to remove or move entries it had settled (failed removals or moves in the last 10 minutes: {{ $value | printf \"%.0f\" }}) and has not shrunk: the drainer sends the same entries again (answered 412 and proven already stored) after each pause. The spool's directory refuses removals (read-only, permissions, or a failing disk).",
     },
     AlertRule {
         name: "SpoolMetricsAbsent",
@@ -479,6 +540,10 @@ pub struct Scrape {
     pub rejected_total: u64,
     /// `spool_recoveries_total` (restarts at 0 with the process).
     pub recoveries_total: u64,
+    /// `spool_uploads_total{outcome="failed"}` (restarts at 0 with the process).
+    pub failed_total: u64,
+    /// `spool_remove_errors_total` (restarts at 0 with the process).
+    pub remove_errors_total: u64,
 }
 
 impl Scrape {
@@ -495,16 +560,16 @@ impl Scrape {
             broken: stats.broken.is_some(),
             rejected_total: metrics.uploads_total(UploadOutcome::Rejected),
             recoveries_total: metrics.recoveries_total(),
+            failed_total: metrics.uploads_total(UploadOutcome::Failed),
+            remove_errors_total: metrics.remove_errors_total(),
         }
     }
 
     /// The series a scrape carries, by name (with its selector's own labels), and
     /// their values.
-    fn series(&self) -> [(String, f64); 10] {
-        let rejected = format!(
-            "{UPLOADS_TOTAL}{{outcome=\"{}\"}}",
-            UploadOutcome::Rejected.label()
-        );
+    fn series(&self) -> [(String, f64); 12] {
+        let outcome = |o: UploadOutcome| format!("{UPLOADS_TOTAL}{{outcome=\"{}\"}}", o.label());
+        let rejected = outcome(UploadOutcome::Rejected);
         [
             (FILES.into(), self.files as f64),
             (BYTES.into(), self.bytes as f64),
@@ -516,6 +581,8 @@ impl Scrape {
             (BROKEN.into(), f64::from(u8::from(self.broken))),
             (rejected, self.rejected_total as f64),
             (RECOVERIES_TOTAL.into(), self.recoveries_total as f64),
+            (outcome(UploadOutcome::Failed), self.failed_total as f64),
+            (REMOVE_ERRORS_TOTAL.into(), self.remove_errors_total as f64),
         ]
     }
 }
@@ -584,6 +651,11 @@ impl Scrapes<'_> {
         };
         sample.rejected_in_window = increase(|s| s.rejected_total);
         sample.recoveries_in_window = increase(|s| s.recoveries_total);
+        sample.failed_in_window = increase(|s| s.failed_total);
+        sample.remove_errors_in_window = increase(|s| s.remove_errors_total);
+        if let [(_, first), .., (_, last)] = window[..] {
+            sample.files_change_in_window = Some(last.files as f64 - first.files as f64);
+        }
         if let Condition::FullWithin { horizon, .. } = *condition {
             let trend = |gauge: fn(&Scrape) -> u64| {
                 let points: Vec<(f64, f64)> =

@@ -45,6 +45,8 @@ fn conditions_read_the_sample_as_the_promql_says() {
     let quarantine = rule("SpoolQuarantineFiles").condition;
     let broken = rule("SpoolBroken").condition;
     let reopened = rule("SpoolReopened").condition;
+    let failing = rule("SpoolUploadsFailing").condition;
+    let looping = rule("SpoolDrainLooping").condition;
     let absent = rule("SpoolMetricsAbsent").condition;
     let unbounded = |set: fn(&mut Sample)| {
         let mut s = Sample::default();
@@ -73,6 +75,24 @@ fn conditions_read_the_sample_as_the_promql_says() {
         (broken, base, false),
         (reopened, with(|s| s.recoveries_in_window = 1), true),
         (reopened, base, false),
+        (failing, with(|s| s.failed_in_window = 1), true),
+        (failing, with(|s| s.rejected_in_window = 1), false),
+        (
+            looping,
+            with(|s| (s.remove_errors_in_window, s.files_change_in_window) = (1, Some(0.0))),
+            true,
+        ),
+        (
+            looping,
+            with(|s| (s.remove_errors_in_window, s.files_change_in_window) = (1, Some(-1.0))),
+            false,
+        ),
+        (looping, with(|s| s.remove_errors_in_window = 1), false), // one scrape: no delta
+        (
+            looping,
+            with(|s| s.files_change_in_window = Some(5.0)),
+            false,
+        ),
         (absent, base, false),
         (absent, with(|s| s.metrics_absent = true), true),
     ];
@@ -390,7 +410,7 @@ fn input_series_skip_the_scrapes_not_taken() {
         .find(|(name, _)| name.starts_with("spool_uploads_total"))
         .unwrap();
     assert_eq!(rejected, &[(0, 1.0), (120, 3.0)]);
-    assert_eq!(series.len(), 10);
+    assert_eq!(series.len(), 12);
     assert_eq!(s.expectations().len(), RULES.len() * 3);
 }
 

@@ -96,9 +96,10 @@ fn the_rule_unit_tests_pass_promtool_test_rules() {
 }
 
 /// A spool's day in 190 scrapes a minute apart, built to walk through every rule: an
-/// outage that fills it (stale, filling, nearly full, refusing), a drain, dead
-/// letters and quarantine, a short and a long break, recoveries, a restart that
-/// resets the counters, and a long scrape outage.
+/// outage that fills it (stale, filling, nearly full, refusing), uploads failing for
+/// 20 minutes, a drain during which some removals fail, dead letters and
+/// quarantine, a short and a long break, recoveries, a restart that resets the
+/// counters, a long scrape outage, and a drain that loops at the end.
 fn a_bad_day() -> Vec<Option<Scrape>> {
     (0..190u64)
         .map(|m| {
@@ -133,6 +134,12 @@ fn a_bad_day() -> Vec<Option<Scrape>> {
                 broken: (100..103).contains(&m) || (110..118).contains(&m),
                 rejected_total: rejected,
                 recoveries_total: if restarted { 0 } else { recoveries },
+                failed_total: if restarted { 0 } else { m.clamp(20, 40) - 20 },
+                remove_errors_total: if restarted {
+                    m.clamp(168, 185) - 168
+                } else {
+                    m.clamp(70, 80) - 70
+                },
             })
         })
         .collect()
