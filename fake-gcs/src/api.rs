@@ -118,11 +118,13 @@ impl Ctx<'_> {
                 UploadKind::Multipart => self.store(Upload::multipart(bucket, request, data)?)?,
                 UploadKind::Resumable => self.start_resumable(bucket, request, &data)?,
             },
-            Route::ResumableChunk { upload_id } => self.resumable_chunk(upload_id, data)?,
-            Route::ResumableCancel { upload_id } => match self.state.uploads.remove(upload_id) {
-                Some(_) => Reply::new(499).into(),
-                None => return Err(Rejection::status(404, NO_SESSION)),
-            },
+            Route::ResumableChunk { upload_id, .. } => self.resumable_chunk(upload_id, data)?,
+            Route::ResumableCancel { upload_id, .. } => {
+                match self.state.uploads.remove(upload_id) {
+                    Some(_) => Reply::new(499).into(),
+                    None => return Err(Rejection::status(404, NO_SESSION)),
+                }
+            }
             Route::XmlPut { bucket, name } => {
                 self.store(Upload::xml_put(bucket, name, request, data)?)?
             }

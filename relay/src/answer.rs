@@ -64,6 +64,7 @@ fn value(text: &str) -> AttributeValue {
 /// The object `upload` wrote, as the answer describes it.
 pub(crate) fn record(
     upload: &Upload,
+    size: u64,
     digests: Digests,
     generation: i64,
     now_ms: u64,
@@ -71,7 +72,7 @@ pub(crate) fn record(
     ObjectRecord {
         name: upload.name.clone(),
         generation,
-        size: upload.data.len() as u64,
+        size,
         crc32c: digests.crc32c,
         md5: digests.md5,
         created_unix_ms: now_ms,
@@ -99,12 +100,37 @@ pub(crate) fn uploaded(
 
 /// The answer to an upload the uploader did not make safe (see the module's table).
 pub(crate) fn refused(api: Api, error: &UploadError, retry_after: Duration) -> Reply {
-    let message = error.to_string();
+    let message = client_message(error);
     match status_of(error) {
         Status::Permanent(status) => error_reply(api, status, Some(&message)),
         Status::RetryLater => error_reply(api, 503, Some(&message))
             .header("retry-after", retry_after_seconds(retry_after).to_string()),
     }
+}
+
+/// What the client is told of a refusal: the error's own words, except where they
+/// name the spool's files (a local path is the operator's business, not the
+/// client's): those go to the log, and the client gets what to do.
+fn client_message(error: &UploadError) -> String {
+    let local = match error {
+        UploadError::NotSpooled {
+            spool_error: PutError::Io { .. },
+            ..
+        } => {
+            "The relay could not write the object to its spool now (an I/O error; its log \
+              says where); retry the request."
+        }
+        UploadError::NotSpooled {
+            spool_error: PutError::Broken { .. },
+            ..
+        } => {
+            "The relay's spool stopped taking writes after a failed directory sync and is \
+              reopening itself (its log says why); retry the request."
+        }
+        other => return other.to_string(),
+    };
+    tracing::warn!(target: "spool_relay", error = %error, "upload not made safe");
+    local.to_string()
 }
 
 /// How the client should take a refusal.

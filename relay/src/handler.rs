@@ -1,10 +1,12 @@
-//! One HTTP request to the relay: routed by `wire`'s [`Route`], its body read
-//! (bounded by [`RelayConfig::max_request_bytes`](crate::RelayConfig)), served, and
-//! counted. What it serves:
+//! One HTTP request to the relay: routed by `wire`'s [`Route`] from its head alone,
+//! then served, and counted. A body is read only by the route that takes it, in
+//! pieces as it arrives (`body.rs`): an upload's straight into the spool, a session
+//! chunk's into the session's file; a route that takes no body (404, 501) never
+//! reads one. What it serves:
 //!
 //! | route | answer |
 //! |---|---|
-//! | JSON media and multipart uploads, XML `PUT` | [`Relay::upload`] |
+//! | JSON media and multipart uploads, XML `PUT` | `upload.rs`, streamed into the spool |
 //! | JSON resumable start, its session's requests, `DELETE` of a session | `resumable.rs` |
 //! | `GET /storage/v1/b/{bucket}` of the upstream's bucket | its bucket resource (clients look it up) |
 //! | reads, metadata, lists, deletes, compose, other buckets' resources | 501, saying it is not passed through |
@@ -14,14 +16,16 @@
 
 use bytes::Bytes;
 use fake_gcs::wire::{
-    self, Api, Query, Rejection, Reply, RequestHead, Route, Upload, UploadKind, error_reply, header,
+    self, Query, Rejection, Reply, RequestHead, Route, Upload, UploadKind, header,
 };
 use http::{HeaderMap, Method, Request, Response};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http_body_util::Full;
 use hyper::body::Incoming;
 
+use crate::body::Pieces;
 use crate::metrics::route_label;
-use crate::relay::{Relay, other_preconditions};
+use crate::relay::{Relay, RelayConfig, other_preconditions};
+use crate::upload::{Framing, body_rejection};
 
 /// Serves one request (hyper's service function); never fails.
 pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Full<Bytes>> {
@@ -33,24 +37,24 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
         "http://{}",
         header(&parts.headers, "host").unwrap_or("localhost")
     );
-    let reply = match read_body(body, relay.config().max_request_bytes(), api).await {
-        Err(reply) => reply,
-        Ok(data) => {
-            relay.metrics().received(data.len());
-            let request = Served {
-                relay: &relay,
-                method: &parts.method,
-                path: parts.uri.path(),
-                headers: &parts.headers,
-                query: &query,
-                base: &base,
-            };
-            request
-                .serve(&route, data)
-                .await
-                .unwrap_or_else(|rejection| rejection.reply(api))
-        }
+    let body = Pieces::new(body, relay.config().max_request_bytes()).counted(relay.metrics());
+    let request = Served {
+        relay: &relay,
+        method: &parts.method,
+        path: parts.uri.path(),
+        raw_query: parts.uri.query().unwrap_or(""),
+        headers: &parts.headers,
+        query: &query,
+        base: &base,
     };
+    let mut reply = request
+        .serve(&route, body)
+        .await
+        .unwrap_or_else(|rejection| rejection.reply(api));
+    if reply.status >= 400 {
+        // The body may be unread: the connection cannot carry another request.
+        reply = reply.header("connection", "close");
+    }
     let label = route_label(&route);
     relay.metrics().answered(label, reply.status);
     tracing::debug!(
@@ -65,30 +69,13 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
     reply.into_response(body)
 }
 
-/// The whole body, or the answer when it is larger than `limit` bytes (413) or
-/// broke (400); both close the connection.
-async fn read_body(body: Incoming, limit: u64, api: Api) -> Result<Bytes, Reply> {
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) => {
-            let (status, message) = match e.downcast_ref::<LengthLimitError>() {
-                Some(_) => (
-                    413,
-                    format!("The request body exceeds the relay's limit of {limit} bytes."),
-                ),
-                None => (400, format!("The request body could not be read: {e}")),
-            };
-            Err(error_reply(api, status, Some(&message)).header("connection", "close"))
-        }
-    }
-}
-
-/// One request, its body read, against the relay.
+/// One request against the relay, its body not yet read.
 struct Served<'a> {
     relay: &'a Relay,
     method: &'a Method,
     path: &'a str,
+    /// The query string as sent (kept with a resumable session).
+    raw_query: &'a str,
     headers: &'a HeaderMap,
     query: &'a Query,
     /// `http://host:port` as the client addressed the relay: links and session URLs.
@@ -96,7 +83,7 @@ struct Served<'a> {
 }
 
 impl Served<'_> {
-    async fn serve(&self, route: &Route, data: Bytes) -> Result<Reply, Rejection> {
+    async fn serve(&self, route: &Route, body: Pieces) -> Result<Reply, Rejection> {
         let head = RequestHead {
             query: self.query,
             headers: self.headers,
@@ -105,27 +92,37 @@ impl Served<'_> {
         match route {
             Route::Upload { bucket, kind } => {
                 other_preconditions(head)?;
-                let upload = match kind {
-                    UploadKind::Media => Upload::media(bucket, head, data)?,
-                    UploadKind::Multipart => Upload::multipart(bucket, head, data)?,
+                let framing = match kind {
+                    UploadKind::Media => {
+                        Framing::Whole(Box::new(Upload::media(bucket, head, Bytes::new())?))
+                    }
+                    UploadKind::Multipart => Framing::Multipart {
+                        bucket: bucket.clone(),
+                    },
                     UploadKind::Resumable => {
-                        let start = Upload::resumable(bucket, head, &data)?;
-                        return relay.start_resumable(self.base, start);
+                        let resource = small_body(body).await?;
+                        return relay
+                            .start_resumable(self.base, bucket, head, self.raw_query, resource)
+                            .await;
                     }
                 };
-                relay.upload(self.base, upload).await
+                relay.upload_streamed(self.base, framing, head, body).await
             }
             Route::XmlPut { bucket, name } => {
                 other_preconditions(head)?;
-                let upload = Upload::xml_put(bucket, name, head, data)?;
-                relay.upload(self.base, upload).await
-            }
-            Route::ResumableChunk { upload_id } => {
+                let upload = Upload::xml_put(bucket, name, head, Bytes::new())?;
                 relay
-                    .resumable_chunk(self.base, upload_id, self.headers, data)
+                    .upload_streamed(self.base, Framing::Whole(Box::new(upload)), head, body)
                     .await
             }
-            Route::ResumableCancel { upload_id } => relay.cancel_resumable(upload_id),
+            Route::ResumableChunk { bucket, upload_id } => {
+                relay
+                    .resumable_chunk(self.base, bucket, upload_id, self.headers, body)
+                    .await
+            }
+            Route::ResumableCancel { bucket, upload_id } => {
+                relay.cancel_resumable(bucket, upload_id).await
+            }
             Route::BucketGet { bucket } if *bucket == relay.config().bucket => Ok(Reply::json(
                 200,
                 &wire::bucket_resource(self.base, bucket, 0),
@@ -146,6 +143,15 @@ impl Served<'_> {
         );
         Rejection::status(404, message)
     }
+}
+
+/// The whole body of a request that carries no object bytes, at most
+/// [`RelayConfig::MAX_RESOURCE_BYTES`].
+async fn small_body(body: Pieces) -> Result<Bytes, Rejection> {
+    body.limited(RelayConfig::MAX_RESOURCE_BYTES)
+        .whole()
+        .await
+        .map_err(body_rejection)
 }
 
 /// 501 for what the relay does not pass through to the upstream.

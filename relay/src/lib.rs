@@ -38,8 +38,10 @@
 //! |---|---|
 //! | `relay.rs` | [`Relay`]: its configuration and state, one upload from parsed request to answer |
 //! | `resumable.rs` | resumable uploads: open a session, take its chunks, complete it through [`Relay`], cancel it |
-//! | `sessions.rs` | the session table: what one request of a session leads to (an answer, or an upload to complete) |
-//! | `handler.rs` | one HTTP request: route it, read its body, serve it, count it |
+//! | `sessions.rs` | the resumable sessions, durable beside the spool: unguessable IDs, chunks on disk, limits |
+//! | `handler.rs` | one HTTP request: route it from its head, serve it, count it |
+//! | `body.rs` | a request body read in pieces as it arrives, never whole |
+//! | `upload.rs` | media, multipart and XML uploads, streamed into the spool |
 //! | `answer.rs` | answers: the object resource built from what was written, refusals with their statuses |
 //! | `server.rs` | [`Connections`]: each connection over any byte stream, and graceful shutdown; the accept loop ([`serve`]) |
 //! | `metrics.rs` | [`RelayMetrics`]: the relay's request counters, in the spool's registry |
@@ -49,6 +51,7 @@
 #![forbid(unsafe_code)]
 
 mod answer;
+mod body;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod handler;
@@ -58,6 +61,7 @@ mod relay;
 mod resumable;
 mod server;
 mod sessions;
+mod upload;
 
 pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
 pub use metrics::RelayMetrics;

@@ -1,23 +1,22 @@
 //! The relay ([`Relay`]): its configuration, its state (the uploader, the resumable
-//! sessions, the generation counter, the request counters) and one upload, from a
-//! parsed [`Upload`] to Cloud Storage's answer.
+//! sessions, the generation counter, the request counters), and what every upload
+//! is checked against before its bytes are read.
 //!
-//! It promises that an upload is answered 200 only after
-//! [`Uploader::upload_with`] made it safe (stored upstream, or synced to the spool),
-//! and that nothing reaches the uploader that the spool could not honour later:
-//! another bucket than the upstream's (404), a precondition other than
-//! create-if-absent (400), bytes that differ from the digests the client declared
-//! (400).
+//! It promises that an upload is answered 200 only after the uploader made it safe
+//! (stored upstream, or synced to the spool), and that nothing reaches the uploader
+//! that the spool could not honour later: another bucket than the upstream's (404),
+//! a precondition other than create-if-absent (400), bytes that differ from the
+//! digests the client declared (400).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fake_gcs::wire::{Digests, ObjectRecord, Preconditions, Rejection, Reply, RequestHead, Upload};
-use spool::{Clock, Uploader};
+use fake_gcs::wire::{Digests, ObjectRecord, Preconditions, Rejection, RequestHead, Upload};
+use spool::{Clock, Spool, Uploader};
 
 use crate::answer;
 use crate::metrics::RelayMetrics;
-use crate::sessions::SessionTable;
+use crate::sessions::{Limits, SessionStore};
 
 /// Room for a multipart body's metadata part and boundaries beside its media:
 /// a request body may be this much larger than [`RelayConfig::max_object_bytes`].
@@ -31,11 +30,22 @@ pub struct RelayConfig {
     /// answered 404 (`The specified bucket does not exist.`).
     pub bucket: String,
     /// The largest object accepted, in bytes: a media body, a multipart body's media
-    /// part, a resumable session's total. Larger is 413. Default 32 MiB.
+    /// part, a resumable session's total. Larger is 413. Bodies stream to disk, so
+    /// this bounds disk, not memory; the spool's `max_bytes` bounds it too. Default
+    /// 5 GiB (Cloud Storage's limit for one request).
     pub max_object_bytes: u64,
-    /// Resumable sessions kept at once; opening one more forgets the oldest (its
-    /// next request gets 404, as an expired session does). Default 64; at least 1.
+    /// Resumable sessions open at once; opening one more is refused with 503 (never
+    /// by forgetting one in progress). Default 1,000.
     pub max_sessions: usize,
+    /// Bytes all open resumable sessions may hold on disk beside the spool; a chunk
+    /// past it is refused with 503 until sessions complete. Default 8 GiB.
+    pub max_session_bytes: u64,
+    /// How long a resumable session lives from its opening; after it, its requests
+    /// get 404 and its files are removed. Default 7 days, as Cloud Storage.
+    pub session_ttl: Duration,
+    /// Seed for resumable session IDs; `None` (the default) seeds from the OS, as
+    /// production must (an ID is the session's only secret). Simulations set it.
+    pub session_id_seed: Option<u64>,
     /// `Retry-After` on a 503 (the spool is full, or not taking writes now), in whole
     /// seconds, rounded up. Default 1 s.
     pub retry_after: Duration,
@@ -46,8 +56,11 @@ impl RelayConfig {
     pub fn new(bucket: impl Into<String>) -> Self {
         Self {
             bucket: bucket.into(),
-            max_object_bytes: 32 << 20,
-            max_sessions: 64,
+            max_object_bytes: 5 << 30,
+            max_sessions: 1_000,
+            max_session_bytes: 8 << 30,
+            session_ttl: Duration::from_secs(7 * 24 * 3600),
+            session_id_seed: None,
             retry_after: Duration::from_secs(1),
         }
     }
@@ -57,6 +70,10 @@ impl RelayConfig {
         self.max_object_bytes
             .saturating_add(MULTIPART_OVERHEAD_BYTES)
     }
+
+    /// The largest body of a request that carries no object bytes (a resumable
+    /// session's opening resource).
+    pub(crate) const MAX_RESOURCE_BYTES: u64 = MULTIPART_OVERHEAD_BYTES;
 }
 
 /// The relay's state. Cheap to clone (an `Arc` inside); serve it with
@@ -71,7 +88,7 @@ struct Inner {
     uploader: Uploader,
     clock: Arc<dyn Clock>,
     metrics: RelayMetrics,
-    sessions: Mutex<SessionTable>,
+    sessions: Arc<SessionStore>,
     /// The last generation handed out: generations are the clock's microseconds,
     /// strictly increasing.
     last_generation: Mutex<i64>,
@@ -89,15 +106,30 @@ impl Relay {
     /// A relay writing through `uploader` (whose spool a [`spool::Drainer`] drains),
     /// reading wall time from `clock` (the spool's: [`spool::SystemClock`] in
     /// production).
+    ///
+    /// Resumable sessions are kept in `sessions/` beside the uploader's spool,
+    /// through the spool's disk; they are read at the first session request.
     pub fn new(config: RelayConfig, uploader: Uploader, clock: Arc<dyn Clock>) -> Self {
-        let sessions = SessionTable::new(config.max_sessions);
+        let spool = uploader.spool();
+        let limits = Limits {
+            max_sessions: config.max_sessions.max(1),
+            max_session_bytes: config.max_session_bytes,
+            ttl: config.session_ttl,
+        };
+        let sessions = SessionStore::new(
+            spool.disk().clone(),
+            spool.dir(),
+            clock.clone(),
+            limits,
+            config.session_id_seed,
+        );
         Self {
             inner: Arc::new(Inner {
                 config,
                 uploader,
                 clock,
                 metrics: RelayMetrics::default(),
-                sessions: Mutex::new(sessions),
+                sessions: Arc::new(sessions),
                 last_generation: Mutex::new(0),
             }),
         }
@@ -113,32 +145,16 @@ impl Relay {
         &self.inner.metrics
     }
 
-    pub(crate) fn sessions(&self) -> MutexGuard<'_, SessionTable> {
-        self.inner
-            .sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+    pub(crate) fn sessions(&self) -> &Arc<SessionStore> {
+        &self.inner.sessions
     }
 
-    /// Makes `upload` safe through the uploader and answers as Cloud Storage does,
-    /// with links under `base`. A refusal the uploader gives is an answer too
-    /// (`Ok`); `Err` is a request refused before anything was sent or spooled.
-    pub(crate) async fn upload(&self, base: &str, upload: Upload) -> Result<Reply, Rejection> {
-        self.admit(&upload)?;
-        let digests = upload.digests()?;
-        let attributes = answer::attributes(&upload);
-        let result = self
-            .inner
-            .uploader
-            .upload_with(&upload.name, upload.data.clone(), &attributes)
-            .await;
-        Ok(match result {
-            Ok(outcome) => {
-                let record = self.record(&upload, digests);
-                answer::uploaded(upload.api, base, &upload.bucket, &record, outcome)
-            }
-            Err(error) => answer::refused(upload.api, &error, self.inner.config.retry_after),
-        })
+    pub(crate) fn uploader(&self) -> &Uploader {
+        &self.inner.uploader
+    }
+
+    pub(crate) fn spool(&self) -> &Spool {
+        self.inner.uploader.spool()
     }
 
     /// Refuses an upload the spool could not honour: to another bucket than the
@@ -150,9 +166,9 @@ impl Relay {
         generation_preconditions(&upload.preconditions)
     }
 
-    /// The object as the answer describes it: digests of the bytes received, a
-    /// generation and creation time from the relay's clock.
-    fn record(&self, upload: &Upload, digests: Digests) -> ObjectRecord {
+    /// The object as the answer describes it: its size and the digests of the bytes
+    /// received, a generation and creation time from the relay's clock.
+    pub(crate) fn record(&self, upload: &Upload, size: u64, digests: Digests) -> ObjectRecord {
         let now_ms = self.inner.clock.now_unix_ms();
         let generation = {
             let mut last = self
@@ -164,7 +180,7 @@ impl Relay {
             *last = micros.max(last.saturating_add(1));
             *last
         };
-        answer::record(upload, digests, generation, now_ms)
+        answer::record(upload, size, digests, generation, now_ms)
     }
 }
 

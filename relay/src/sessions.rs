@@ -1,105 +1,686 @@
-//! The resumable sessions the relay keeps, and what one request of a session leads
-//! to: an answer (308, a completed session's 200, a busy 503), or an upload to
-//! complete. No I/O and no uploader here: [`crate::resumable`] drives them.
+//! The resumable sessions the relay keeps, durably, beside the spool
+//! (`<spool dir>/sessions/`, through the spool's own disk), so that a session
+//! survives a restart or a deploy of the relay as Cloud Storage's survive its own
+//! (for a week). What the table promises:
+//!
+//! - A session ID is 128 random bits (from the OS, or from a seed under simulation),
+//!   and a session answers only to requests that name its bucket: an ID cannot be
+//!   guessed, and one client's session is never another's after a restart.
+//! - Every byte counted in a 308 is durable first: a chunk is written to a
+//!   `.partial` file, synced, renamed to a name that carries its offset, length and
+//!   crc32c, and the directory synced, before the session's count moves. A status
+//!   query after a power loss answers what is on disk, never more.
+//! - Loading (once, at the first session request) keeps each session's chunks that
+//!   follow on from offset 0 and match their crc32c, and drops the rest with what
+//!   was never acknowledged (`.partial` files) and expired sessions.
+//!
+//! On disk, session `ID` is:
+//!
+//! | file | what | durable |
+//! |---|---|---|
+//! | `ID.session` | the opening request (bucket, query, upload content type, resource) and its time, JSON | before the session's URL is answered |
+//! | `ID.OFFSET.LEN.CRC.chunk` | bytes `OFFSET..OFFSET+LEN` (OFFSET 20 digits, CRC 8 hex digits) | before the 308 that counts them |
+//! | `ID.OFFSET.partial` | a chunk arriving | never (dropped at load) |
+//! | `ID.done` | the final answer, JSON, for a retried final request (with `ID.session`, until the session expires) | after the upload was made safe |
+//!
+//! Bounds: at most `max_sessions` sessions open at once (one more is refused with
+//! 503, never by forgetting one in progress), `max_session_bytes` of chunks in all
+//! (past it a chunk is refused with 503), each session at most `max_object_bytes`,
+//! and `session_ttl` of life from its opening.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use bytes::Bytes;
-use fake_gcs::wire::{self, Api, Declared, Progress, Rejection, Reply, Session, Sessions, Upload};
+use fake_gcs::wire::{Query, Rejection, Reply, RequestHead, Upload};
+use http::HeaderMap;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use serde_json::{Value, json};
+use spool::{Clock, Disk};
 
-pub(crate) const NO_SESSION: &str = "No such upload session.";
+/// The directory beside the spool's `entries/` that holds the sessions.
+pub const SESSIONS_DIR: &str = "sessions";
 
-/// The sessions the relay keeps, and which of them are completing now.
+const NO_SESSION: &str = "No such upload session.";
+
+/// Limits on the sessions kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub(crate) max_sessions: usize,
+    pub(crate) max_session_bytes: u64,
+    pub(crate) ttl: Duration,
+}
+
+/// The opening request of a session, as kept: enough to parse its upload again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Opening {
+    pub(crate) bucket: String,
+    /// The query string as the client sent it.
+    pub(crate) query: String,
+    pub(crate) upload_content_type: Option<String>,
+    /// The JSON resource the opening request carried (may be empty).
+    pub(crate) resource: Bytes,
+}
+
+impl Opening {
+    /// The upload this session completes into (without its bytes).
+    pub(crate) fn upload(&self) -> Result<Upload, Rejection> {
+        let query = Query::parse(Some(&self.query));
+        let mut headers = HeaderMap::new();
+        if let Some(kind) = &self.upload_content_type
+            && let Ok(value) = kind.parse()
+        {
+            headers.insert("x-upload-content-type", value);
+        }
+        let head = RequestHead {
+            query: &query,
+            headers: &headers,
+        };
+        Upload::resumable(&self.bucket, head, &self.resource)
+    }
+
+    fn to_json(&self, created_ms: u64) -> Vec<u8> {
+        let resource = String::from_utf8_lossy(&self.resource);
+        json!({
+            "bucket": self.bucket,
+            "query": self.query,
+            "uploadContentType": self.upload_content_type,
+            "resource": resource,
+            "createdMs": created_ms,
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    fn from_json(data: &[u8]) -> Option<(Self, u64)> {
+        let value: Value = serde_json::from_slice(data).ok()?;
+        let text = |key: &str| value.get(key)?.as_str().map(str::to_string);
+        let opening = Opening {
+            bucket: text("bucket")?,
+            query: text("query")?,
+            upload_content_type: text("uploadContentType"),
+            resource: Bytes::from(text("resource")?),
+        };
+        Some((opening, value.get("createdMs")?.as_u64()?))
+    }
+}
+
+/// One chunk on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Chunk {
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
+    pub(crate) crc32c: u32,
+}
+
+impl Chunk {
+    fn file_name(&self, id: &str) -> String {
+        format!(
+            "{id}.{:020}.{}.{:08x}.chunk",
+            self.offset, self.len, self.crc32c
+        )
+    }
+
+    fn end(&self) -> u64 {
+        self.offset + self.len
+    }
+}
+
+/// One session in the table.
 #[derive(Debug)]
-pub(crate) struct SessionTable {
-    sessions: Sessions<Reply>,
-    /// Sessions whose completed upload is with the uploader.
-    completing: BTreeSet<String>,
+pub(crate) struct Session {
+    pub(crate) opening: Opening,
+    created_ms: u64,
+    pub(crate) chunks: Vec<Chunk>,
+    /// A request is writing to it or completing it now.
+    busy: bool,
+    /// The final answer, once its upload was made safe.
+    pub(crate) finalized: Option<Reply>,
 }
 
-/// What one request of a session leads to.
-pub(crate) enum Step {
-    /// Answer this (308, a completed session's 200, a busy 503).
-    Answer(Reply),
-    /// Every byte is in: upload this.
-    Complete(Box<Upload>),
+impl Session {
+    /// Bytes received and durable.
+    pub(crate) fn received(&self) -> u64 {
+        self.chunks.last().map_or(0, Chunk::end)
+    }
 }
 
-impl SessionTable {
-    /// Keeps at most `max_sessions` sessions (at least one).
-    pub(crate) fn new(max_sessions: usize) -> Self {
+/// What a request of a session finds.
+pub(crate) enum Found {
+    /// The session completed: its answer.
+    Finalized(Reply),
+    /// Open, and now held by this request until the guard drops.
+    Open {
+        received: u64,
+        opening: Opening,
+        guard: Busy,
+    },
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    sessions: BTreeMap<String, Session>,
+    /// Chunk bytes held on disk by open sessions, and reserved by chunks arriving.
+    bytes: u64,
+}
+
+/// The sessions, on disk and in memory; see the module doc.
+pub(crate) struct SessionStore {
+    disk: Arc<dyn Disk>,
+    dir: PathBuf,
+    clock: Arc<dyn Clock>,
+    limits: Limits,
+    ids: Mutex<ChaCha20Rng>,
+    table: Mutex<Table>,
+    loaded: tokio::sync::OnceCell<()>,
+}
+
+impl std::fmt::Debug for SessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionStore")
+            .field("dir", &self.dir)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionStore {
+    /// Sessions under `spool_dir/sessions/` on `disk`; IDs from `id_seed` (under
+    /// simulation) or from the OS.
+    pub(crate) fn new(
+        disk: Arc<dyn Disk>,
+        spool_dir: &Path,
+        clock: Arc<dyn Clock>,
+        limits: Limits,
+        id_seed: Option<u64>,
+    ) -> Self {
+        let ids = match id_seed {
+            Some(seed) => ChaCha20Rng::seed_from_u64(seed),
+            None => ChaCha20Rng::from_os_rng(),
+        };
         Self {
-            sessions: Sessions::new(max_sessions),
-            completing: BTreeSet::new(),
+            disk,
+            dir: spool_dir.join(SESSIONS_DIR),
+            clock,
+            limits,
+            ids: Mutex::new(ids),
+            table: Mutex::new(Table::default()),
+            loaded: tokio::sync::OnceCell::new(),
         }
     }
 
-    /// Opens a session; returns its ID.
-    pub(crate) fn open(&mut self, session: Session<Reply>) -> String {
-        self.sessions.open(session)
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Forgets session `id`, if it is kept.
-    pub(crate) fn remove(&mut self, id: &str) -> Option<Session<Reply>> {
-        self.sessions.remove(id)
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
     }
 
-    /// Takes one request of session `id`.
-    pub(crate) fn step(
-        &mut self,
-        id: &str,
-        chunk: Chunk<'_>,
-        max_bytes: u64,
-        retry_after: &str,
-    ) -> Result<Step, Rejection> {
-        if self.completing.contains(id) {
-            let busy = "This session's upload is being completed; retry the request.";
-            let reply = wire::error_reply(Api::Json, 503, Some(busy));
-            return Ok(Step::Answer(reply.header("retry-after", retry_after)));
+    /// A new session ID: 128 random bits, as 32 lower-case hex digits.
+    fn new_id(&self) -> String {
+        let bits: u128 = self.ids.lock().unwrap_or_else(|e| e.into_inner()).random();
+        format!("{bits:032x}")
+    }
+
+    /// Opens a session for `opening`; returns its ID once it is durable.
+    pub(crate) async fn open(&self, opening: Opening) -> Result<String, Rejection> {
+        self.load().await?;
+        {
+            let table = self.table();
+            let open = table.sessions.values().filter(|s| s.finalized.is_none());
+            if open.count() >= self.limits.max_sessions {
+                return Err(busy_rejection(format!(
+                    "The relay keeps at most {} resumable sessions open at once \
+                     (--max-sessions); retry later.",
+                    self.limits.max_sessions
+                )));
+            }
         }
-        let session = self
+        let id = self.new_id();
+        let created_ms = self.clock.now_unix_ms();
+        let meta = opening.to_json(created_ms);
+        let path = self.path(&format!("{id}.session"));
+        self.disk
+            .create_synced(&path, meta.into())
+            .await
+            .map_err(io_rejection)?;
+        self.disk.sync_dir(&self.dir).await.map_err(io_rejection)?;
+        self.table().sessions.insert(
+            id.clone(),
+            Session {
+                opening,
+                created_ms,
+                chunks: Vec::new(),
+                busy: false,
+                finalized: None,
+            },
+        );
+        Ok(id)
+    }
+
+    /// Finds session `id` for a request that names `bucket`, and holds it for that
+    /// request when it is open.
+    pub(crate) async fn find(self: &Arc<Self>, id: &str, bucket: &str) -> Result<Found, Rejection> {
+        self.load().await?;
+        let now = self.clock.now_unix_ms();
+        let mut table = self.table();
+        let ttl_ms = self.limits.ttl.as_millis() as u64;
+        let session = table
             .sessions
             .get_mut(id)
+            .filter(|s| s.opening.bucket == bucket && now <= s.created_ms.saturating_add(ttl_ms))
             .ok_or_else(|| Rejection::status(404, NO_SESSION))?;
         if let Some(reply) = &session.finalized {
-            return Ok(Step::Answer(reply.clone()));
+            return Ok(Found::Finalized(reply.clone()));
         }
-        match session.accept(chunk.content_range, chunk.data, max_bytes)? {
-            Progress::Incomplete => Ok(Step::Answer(wire::incomplete(id, session.received()))),
-            Progress::Complete => {
-                self.completing.insert(id.to_string());
-                Ok(Step::Complete(Box::new(session.complete(chunk.declared))))
-            }
+        if session.busy {
+            return Err(busy_rejection(
+                "Another request of this session is in progress; retry the request.".into(),
+            ));
         }
+        session.busy = true;
+        Ok(Found::Open {
+            received: session.received(),
+            opening: session.opening.clone(),
+            guard: Busy {
+                store: self.clone(),
+                id: id.to_string(),
+                reserved: 0,
+            },
+        })
     }
 
-    /// Ends the completion of session `id`: `reply` is what the upload of its
-    /// `data` was answered, `None` when the request went away before an answer.
-    pub(crate) fn settle(&mut self, id: &str, reply: Option<&Reply>, data: &Bytes, max_bytes: u64) {
-        self.completing.remove(id);
-        let Some(session) = self.sessions.get_mut(id) else {
-            return; // cancelled, or forgotten for a newer one, meanwhile
+    /// Where a chunk of session `id` starting at `offset` is written as it arrives.
+    pub(crate) fn partial_path(&self, id: &str, offset: u64) -> PathBuf {
+        self.path(&format!("{id}.{offset:020}.partial"))
+    }
+
+    /// Makes the chunk written to its partial file durable and counts it.
+    pub(crate) async fn commit_chunk(&self, guard: &Busy, chunk: Chunk) -> Result<(), Rejection> {
+        let partial = self.partial_path(&guard.id, chunk.offset);
+        let path = self.path(&chunk.file_name(&guard.id));
+        self.disk.sync_file(&partial).await.map_err(io_rejection)?;
+        self.disk
+            .rename(&partial, &path)
+            .await
+            .map_err(io_rejection)?;
+        self.disk.sync_dir(&self.dir).await.map_err(io_rejection)?;
+        let mut table = self.table();
+        if let Some(session) = table.sessions.get_mut(&guard.id) {
+            debug_assert_eq!(session.received(), chunk.offset, "chunks follow on");
+            session.chunks.push(chunk);
+        }
+        Ok(())
+    }
+
+    /// Up to `len` bytes of session `id` from `offset`, from its chunk files.
+    pub(crate) async fn read(&self, id: &str, offset: u64, len: u64) -> Result<Vec<u8>, Rejection> {
+        let chunks = self.chunks(id);
+        let mut out = Vec::new();
+        for chunk in chunks
+            .iter()
+            .filter(|c| c.end() > offset && c.offset < offset + len)
+        {
+            let from = offset.max(chunk.offset);
+            let to = (offset + len).min(chunk.end());
+            let path = self.path(&chunk.file_name(id));
+            let read = self.disk.read_range(&path, from - chunk.offset, to - from);
+            out.extend_from_slice(&read.await.map_err(io_rejection)?);
+        }
+        Ok(out)
+    }
+
+    /// The chunks of session `id`, in order.
+    pub(crate) fn chunks(&self, id: &str) -> Vec<Chunk> {
+        self.table()
+            .sessions
+            .get(id)
+            .map(|s| s.chunks.clone())
+            .unwrap_or_default()
+    }
+
+    /// Session `id` completed with `reply`: kept (its opening and answer) for a
+    /// retried final request until it expires; its chunks removed.
+    pub(crate) async fn finalize(&self, id: &str, reply: &Reply) -> Result<(), Rejection> {
+        let done = self.path(&format!("{id}.done"));
+        self.disk
+            .create_synced(&done, reply_json(reply).into())
+            .await
+            .map_err(io_rejection)?;
+        self.disk.sync_dir(&self.dir).await.map_err(io_rejection)?;
+        let removed = {
+            let mut table = self.table();
+            let held = table.sessions.get(id).map_or(0, Session::received);
+            table.bytes = table.bytes.saturating_sub(held);
+            let session = table.sessions.get_mut(id);
+            session.map(|s| {
+                s.finalized = Some(reply.clone());
+                std::mem::take(&mut s.chunks)
+            })
         };
-        match reply {
-            Some(reply) if reply.status == 200 => session.finalized = Some(reply.clone()),
-            Some(reply) if reply.status != 503 => {
-                self.sessions.remove(id);
+        let paths: Vec<PathBuf> = (removed.unwrap_or_default().iter())
+            .map(|c| self.path(&c.file_name(id)))
+            .collect();
+        let _ = self.disk.remove_all(&paths).await;
+        Ok(())
+    }
+
+    /// Forgets session `id` and its files (cancelled, or refused for good).
+    pub(crate) async fn forget(&self, id: &str) -> bool {
+        let removed = {
+            let mut table = self.table();
+            let removed = table.sessions.remove(id);
+            if let Some(s) = &removed
+                && s.finalized.is_none()
+            {
+                table.bytes = table.bytes.saturating_sub(s.received());
             }
-            // Not taken now: the bytes go back, for the client's retry.
-            _ if data.is_empty() => {}
-            _ => {
-                let all = format!("bytes 0-{}/*", data.len() - 1);
-                let restored = session.accept(Some(&all), data, max_bytes);
-                debug_assert_eq!(restored, Ok(Progress::Incomplete));
+            removed
+        };
+        let Some(session) = removed else {
+            return false;
+        };
+        let mut paths: Vec<PathBuf> = (session.chunks.iter())
+            .map(|c| self.path(&c.file_name(id)))
+            .collect();
+        paths.push(self.path(&format!("{id}.session")));
+        paths.push(self.path(&format!("{id}.done")));
+        let _ = self.disk.remove_all(&paths).await;
+        let _ = self.disk.sync_dir(&self.dir).await;
+        true
+    }
+
+    /// Reads the sessions from disk, once.
+    async fn load(&self) -> Result<(), Rejection> {
+        self.loaded
+            .get_or_try_init(|| async { self.load_now().await.map_err(io_rejection) })
+            .await?;
+        Ok(())
+    }
+
+    async fn load_now(&self) -> std::io::Result<()> {
+        self.disk.create_dir_all(&self.dir).await?;
+        let names = self.disk.list(&self.dir).await?;
+        let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for name in names {
+            let id = name.split('.').next().unwrap_or_default().to_string();
+            files.entry(id).or_default().push(name);
+        }
+        let now = self.clock.now_unix_ms();
+        let mut loaded = Table::default();
+        let mut stale = Vec::new();
+        for (id, names) in files {
+            match self.load_session(&id, &names, now).await? {
+                Some((session, dropped)) => {
+                    stale.extend(dropped);
+                    if session.finalized.is_none() {
+                        loaded.bytes += session.received();
+                    }
+                    loaded.sessions.insert(id, session);
+                }
+                None => stale.extend(names),
             }
+        }
+        if !stale.is_empty() {
+            tracing::info!(
+                target: "spool_relay",
+                files = stale.len(),
+                "resumable sessions: removing files never acknowledged, expired or damaged"
+            );
+            let paths: Vec<PathBuf> = stale.iter().map(|n| self.path(n)).collect();
+            let _ = self.disk.remove_all(&paths).await;
+            self.disk.sync_dir(&self.dir).await?;
+        }
+        *self.table() = loaded;
+        Ok(())
+    }
+
+    /// One session from its files, and the files to drop; `None` when the whole
+    /// session goes (no opening on disk, expired, unreadable).
+    async fn load_session(
+        &self,
+        id: &str,
+        names: &[String],
+        now: u64,
+    ) -> std::io::Result<Option<(Session, Vec<String>)>> {
+        let done = format!("{id}.done");
+        let meta = format!("{id}.session");
+        let finalized = match names.contains(&done) {
+            true => reply_from_json(&self.disk.read(&self.path(&done)).await?),
+            false => None,
+        };
+        let opening = match names.contains(&meta) {
+            true => Opening::from_json(&self.disk.read(&self.path(&meta)).await?),
+            false => None,
+        };
+        let Some((opening, created_ms)) = opening else {
+            return Ok(None);
+        };
+        if now > created_ms.saturating_add(self.limits.ttl.as_millis() as u64) {
+            return Ok(None);
+        }
+        let mut dropped = Vec::new();
+        let mut chunks = Vec::new();
+        if finalized.is_none() {
+            chunks = self.verified_chunks(id, names, &mut dropped).await?;
+        }
+        for name in names {
+            let is_chunk = chunks.iter().any(|c| c.file_name(id) == *name);
+            if !is_chunk && *name != meta && *name != done && !dropped.contains(name) {
+                dropped.push(name.clone());
+            }
+        }
+        let session = Session {
+            opening,
+            created_ms,
+            chunks,
+            busy: false,
+            finalized,
+        };
+        Ok(Some((session, dropped)))
+    }
+
+    /// The chunk files of session `id` that follow on from offset 0 and hold what
+    /// their names say; the others are added to `dropped`.
+    async fn verified_chunks(
+        &self,
+        id: &str,
+        names: &[String],
+        dropped: &mut Vec<String>,
+    ) -> std::io::Result<Vec<Chunk>> {
+        let mut found: Vec<Chunk> = names
+            .iter()
+            .filter_map(|name| parse_chunk_name(id, name))
+            .collect();
+        found.sort_by_key(|c| c.offset);
+        let mut chunks = Vec::new();
+        let mut end = 0;
+        for chunk in found {
+            let name = chunk.file_name(id);
+            let whole = chunk.offset == end && self.crc_matches(&name, chunk).await;
+            if whole {
+                end = chunk.end();
+                chunks.push(chunk);
+            } else {
+                dropped.push(name);
+            }
+        }
+        Ok(chunks)
+    }
+
+    async fn crc_matches(&self, name: &str, chunk: Chunk) -> bool {
+        let path = self.path(name);
+        let mut crc = 0;
+        let mut at = 0;
+        while at < chunk.len {
+            let step = (chunk.len - at).min(crate::body::PIECE_BYTES as u64);
+            match self.disk.read_range(&path, at, step).await {
+                Ok(piece) if piece.len() as u64 == step => {
+                    crc = crc32c::crc32c_append(crc, &piece);
+                    at += step;
+                }
+                _ => return false,
+            }
+        }
+        crc == chunk.crc32c
+    }
+}
+
+/// A request's hold on an open session: while it lives no other request of the
+/// session proceeds; it also holds the bytes its chunk reserves.
+pub(crate) struct Busy {
+    store: Arc<SessionStore>,
+    pub(crate) id: String,
+    reserved: u64,
+}
+
+impl Busy {
+    /// Holds `bytes` more of the relay's session storage for this request's chunk,
+    /// or refuses: past `max_session_bytes` in all (503), or past `max_bytes` for
+    /// this session (413).
+    pub(crate) fn reserve(
+        &mut self,
+        bytes: u64,
+        session_end: u64,
+        max_bytes: u64,
+    ) -> Result<(), Rejection> {
+        if session_end > max_bytes {
+            return Err(Rejection::Status {
+                status: 413,
+                message: Some(format!(
+                    "The object exceeds the relay's limit of {max_bytes} bytes (--max-object-bytes)."
+                )),
+            });
+        }
+        let mut table = self.store.table();
+        if table.bytes + bytes > self.store.limits.max_session_bytes {
+            return Err(busy_rejection(format!(
+                "The relay's resumable sessions hold {} bytes, its limit (--max-session-bytes); \
+                 retry later.",
+                table.bytes
+            )));
+        }
+        table.bytes += bytes;
+        self.reserved += bytes;
+        Ok(())
+    }
+
+    /// The reserved bytes became a committed chunk (they stay held, as the session's).
+    pub(crate) fn keep_reserved(&mut self) {
+        self.reserved = 0;
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut table = self.store.table();
+        table.bytes = table.bytes.saturating_sub(self.reserved);
+        if let Some(session) = table.sessions.get_mut(&self.id) {
+            session.busy = false;
         }
     }
 }
 
-/// One request's part of a session: its `Content-Range`, body, and digests it
-/// declares (`x-goog-hash`, typically on the last).
-pub(crate) struct Chunk<'a> {
-    pub(crate) content_range: Option<&'a str>,
-    pub(crate) data: &'a [u8],
-    pub(crate) declared: Declared,
+fn parse_chunk_name(id: &str, name: &str) -> Option<Chunk> {
+    let rest = name
+        .strip_prefix(id)?
+        .strip_prefix('.')?
+        .strip_suffix(".chunk")?;
+    let mut parts = rest.split('.');
+    let offset = parts.next()?.parse().ok()?;
+    let len = parts.next()?.parse().ok()?;
+    let crc32c = u32::from_str_radix(parts.next()?, 16).ok()?;
+    parts.next().is_none().then_some(Chunk {
+        offset,
+        len,
+        crc32c,
+    })
+}
+
+fn reply_json(reply: &Reply) -> Vec<u8> {
+    let headers: Vec<[&str; 2]> = reply
+        .headers
+        .iter()
+        .map(|(k, v)| [&**k, v.as_str()])
+        .collect();
+    json!({
+        "status": reply.status,
+        "headers": headers,
+        "body": String::from_utf8_lossy(&reply.body),
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn reply_from_json(data: &[u8]) -> Option<Reply> {
+    let value: Value = serde_json::from_slice(data).ok()?;
+    let mut reply = Reply::new(u16::try_from(value.get("status")?.as_u64()?).ok()?);
+    for pair in value.get("headers")?.as_array()? {
+        let (name, value) = (pair.get(0)?.as_str()?, pair.get(1)?.as_str()?);
+        reply = reply.header(name.to_string(), value);
+    }
+    Some(reply.body(value.get("body")?.as_str()?.to_string()))
+}
+
+/// 503 with `Retry-After`: the relay cannot take this now.
+pub(crate) fn busy_rejection(message: String) -> Rejection {
+    Rejection::Status {
+        status: 503,
+        message: Some(message),
+    }
+}
+
+/// A session file that could not be written or read: the request fails (503) and
+/// the session stays as it was on disk. Paths stay in the log, not the answer.
+fn io_rejection(e: std::io::Error) -> Rejection {
+    tracing::warn!(target: "spool_relay", error = %e, "resumable session storage failed");
+    busy_rejection("The relay could not store this session's bytes now; retry the request.".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_names_round_trip_and_foreign_names_are_not_chunks() {
+        let chunk = Chunk {
+            offset: 262_144,
+            len: 1000,
+            crc32c: 0xdead_beef,
+        };
+        let name = chunk.file_name("abc");
+        assert_eq!(name, "abc.00000000000000262144.1000.deadbeef.chunk");
+        assert_eq!(parse_chunk_name("abc", &name), Some(chunk));
+        assert_eq!(parse_chunk_name("ab", &name), None);
+        assert_eq!(
+            parse_chunk_name("abc", "abc.00000000000000000000.partial"),
+            None
+        );
+        assert_eq!(parse_chunk_name("abc", "abc.session"), None);
+    }
+
+    #[test]
+    fn a_final_answer_and_an_opening_round_trip_through_json() {
+        let reply = Reply::json(200, &json!({"name": "o"})).header("x-spool-outcome", "spooled");
+        assert_eq!(reply_from_json(&reply_json(&reply)), Some(reply));
+        let opening = Opening {
+            bucket: "b".into(),
+            query: "uploadType=resumable&name=a%2Fb".into(),
+            upload_content_type: Some("text/csv".into()),
+            resource: Bytes::from_static(br#"{"metadata":{"k":"v"}}"#),
+        };
+        assert_eq!(
+            Opening::from_json(&opening.to_json(7)),
+            Some((opening.clone(), 7))
+        );
+        let upload = opening.upload().unwrap();
+        assert_eq!(
+            (upload.name.as_str(), &*upload.content_type),
+            ("a/b", "text/csv")
+        );
+    }
 }

@@ -98,6 +98,16 @@ impl Uploader {
         }
     }
 
+    /// The spool objects go to when the store fails them.
+    pub fn spool(&self) -> &Spool {
+        &self.spool
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &UploaderConfig {
+        &self.config
+    }
+
     /// Makes `payload` safe under the object name `name`: in the store, or durably in
     /// the spool. See [`Uploader::upload_with`].
     pub async fn upload(&self, name: &str, payload: Bytes) -> Result<Outcome, UploadError> {
@@ -290,19 +300,36 @@ impl Uploader {
             .metrics()
             .spool_put_seconds
             .observe(started.elapsed().as_secs_f64());
-        match result {
-            Ok(receipt) => Ok(Outcome::Spooled { seq: receipt.seq }),
-            Err(PutError::Full(reason)) => Err(UploadError::SpoolFull {
-                store_error,
-                reason,
-            }),
-            Err(PutError::InvalidName(e)) => Err(UploadError::InvalidName(e)),
-            Err(PutError::InvalidAttributes(e)) => Err(UploadError::InvalidAttributes(e)),
-            Err(spool_error) => Err(UploadError::NotSpooled {
-                store_error,
-                spool_error,
-            }),
-        }
+        result
+            .map(|receipt| Outcome::Spooled { seq: receipt.seq })
+            .map_err(|e| put_refusal(e, store_error))
+    }
+
+    /// A streamed object the spool refused before it was whole (at
+    /// [`Spool::stage`] or a [`Staged::append`]): counted in `uploads_total` as the
+    /// upload it is, and returned as the error [`Uploader::upload_staged`] would
+    /// have given.
+    pub fn refused_staging(&self, e: PutError) -> UploadError {
+        let error = put_refusal(e, None);
+        self.spool.metrics().upload(UploadOutcome::of_error(&error));
+        error
+    }
+}
+
+/// What a caller is told of a put the spool refused (`store_error`: why the store
+/// was not written, if it was tried).
+fn put_refusal(e: PutError, store_error: Option<StoreError>) -> UploadError {
+    match e {
+        PutError::Full(reason) => UploadError::SpoolFull {
+            store_error,
+            reason,
+        },
+        PutError::InvalidName(e) => UploadError::InvalidName(e),
+        PutError::InvalidAttributes(e) => UploadError::InvalidAttributes(e),
+        spool_error => UploadError::NotSpooled {
+            store_error,
+            spool_error,
+        },
     }
 }
 
@@ -313,12 +340,20 @@ impl UploadOutcome {
         match result {
             Ok(Outcome::Stored) => UploadOutcome::Stored,
             Ok(Outcome::Spooled { .. }) => UploadOutcome::Spooled,
-            Err(UploadError::SpoolFull { .. })
-            | Err(UploadError::NotSpooled {
+            Err(error) => UploadOutcome::of_error(error),
+        }
+    }
+
+    /// How an upload refused with `error` is counted: backpressure (`Rejected`) or
+    /// `Failed`.
+    pub fn of_error(error: &UploadError) -> Self {
+        match error {
+            UploadError::SpoolFull { .. }
+            | UploadError::NotSpooled {
                 spool_error: PutError::TooLarge { .. },
                 ..
-            }) => UploadOutcome::Rejected,
-            Err(_) => UploadOutcome::Failed,
+            } => UploadOutcome::Rejected,
+            _ => UploadOutcome::Failed,
         }
     }
 }

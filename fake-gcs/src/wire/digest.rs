@@ -27,6 +27,41 @@ impl Digests {
     }
 }
 
+/// [`Digests`] of bytes that arrive in pieces (a streamed body), with their count.
+#[derive(Debug, Clone, Default)]
+pub struct Hashing {
+    crc32c: u32,
+    md5: Md5,
+    len: u64,
+}
+
+impl Hashing {
+    /// Adds the next piece.
+    pub fn update(&mut self, piece: &[u8]) {
+        self.crc32c = crc32c::crc32c_append(self.crc32c, piece);
+        self.md5.update(piece);
+        self.len += piece.len() as u64;
+    }
+
+    /// Bytes seen so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether no byte has been seen.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The digests of every piece, in order.
+    pub fn finish(self) -> Digests {
+        Digests {
+            crc32c: self.crc32c,
+            md5: self.md5.finalize().into(),
+        }
+    }
+}
+
 /// crc32c as the JSON API and `x-goog-hash` give it: base64 of the big-endian u32.
 pub fn crc32c_base64(crc: u32) -> String {
     B64.encode(crc.to_be_bytes())
@@ -184,5 +219,16 @@ mod tests {
         let merged = Declared::from_metadata(&metadata).or(headers);
         assert_eq!(merged.crc32c.as_deref(), Some("mnG7TA=="));
         assert_eq!(merged.md5.as_deref(), Some("XUFAKrxLKna5cZ2REBfFkg=="));
+    }
+
+    #[test]
+    fn digests_in_pieces_are_the_digests_of_the_whole() {
+        let whole: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let mut hashing = Hashing::default();
+        for piece in whole.chunks(777) {
+            hashing.update(piece);
+        }
+        assert_eq!(hashing.len(), 10_000);
+        assert_eq!(hashing.finish(), Digests::of(&whole));
     }
 }

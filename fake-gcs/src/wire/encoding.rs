@@ -40,6 +40,13 @@ pub fn decode_path(s: &str) -> Option<String> {
 
 /// Percent-decodes a query key or value, where `+` is a space; what does not decode
 /// to UTF-8 is kept lossily.
+/// Whether a query component is UTF-8 once percent-decoded.
+pub(crate) fn query_component_is_utf8(s: &str) -> bool {
+    percent_decode_str(&s.replace('+', " "))
+        .decode_utf8()
+        .is_ok()
+}
+
 pub(crate) fn decode_query_component(s: &str) -> String {
     percent_decode_str(&s.replace('+', " "))
         .decode_utf8_lossy()

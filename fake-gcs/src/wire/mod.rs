@@ -54,13 +54,16 @@ mod upload;
 
 pub use attributes::{META_HEADER_PREFIX, ObjectAttributes};
 pub use compose::{Compose, ComposeSource, MAX_COMPONENTS, MAX_COMPOSE_SOURCES};
-pub use digest::{Declared, Digests, Mismatch, crc32c_base64, md5_base64, md5_hex};
+pub use digest::{Declared, Digests, Hashing, Mismatch, crc32c_base64, md5_base64, md5_hex};
 pub use error::{Rejection, error_reply};
+pub use multipart::{MAX_MULTIPART_HEAD_BYTES, MultipartHead, MultipartStream, multipart_boundary};
 pub use object::{ObjectRecord, uploaded};
 pub use operation::Operation;
 pub use precondition::Preconditions;
 pub use reply::Reply;
-pub use resumable::{Progress, Session, Sessions, incomplete, started};
+pub use resumable::{
+    ChunkRange, ContentRange, Progress, Session, Sessions, incomplete, parse_content_range, started,
+};
 pub use route::{Api, Query, Route, UploadKind, header};
 pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};
 

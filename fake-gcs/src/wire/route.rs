@@ -11,7 +11,7 @@
 
 use http::{HeaderMap, Method, Uri};
 
-use crate::wire::encoding::{decode_path, decode_query_component};
+use crate::wire::encoding::{decode_path, decode_query_component, query_component_is_utf8};
 use crate::wire::operation::Operation;
 
 /// Which API a request came by: decides the shape of its answers.
@@ -82,11 +82,15 @@ pub enum Route {
     },
     /// A request of a resumable session: a chunk, the last one, or a status query.
     ResumableChunk {
+        /// The bucket the session's URL names (a session is bound to it).
+        bucket: String,
         /// The session.
         upload_id: String,
     },
     /// `DELETE` of a resumable session.
     ResumableCancel {
+        /// The bucket the session's URL names.
+        bucket: String,
         /// The session.
         upload_id: String,
     },
@@ -117,27 +121,43 @@ pub enum Route {
 
 /// Decoded query parameters, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Query(Vec<(String, String)>);
+pub struct Query {
+    pairs: Vec<(String, String)>,
+    /// The first pair, as sent, that does not decode to UTF-8.
+    not_utf8: Option<String>,
+}
 
 impl Query {
-    /// Parses `application/x-www-form-urlencoded` pairs (`+` is a space). Pairs that
-    /// do not decode to UTF-8 are kept lossily.
+    /// Parses `application/x-www-form-urlencoded` pairs (`+` is a space). A pair that
+    /// does not decode to UTF-8 is kept lossily and remembered
+    /// ([`Query::not_utf8`]): routing refuses the request, as Cloud Storage answers
+    /// 400 for `name=%FF` rather than storing U+FFFD.
     pub fn parse(query: Option<&str>) -> Self {
+        let mut not_utf8 = None;
         let pairs = query
             .unwrap_or_default()
             .split('&')
             .filter(|p| !p.is_empty())
             .map(|pair| {
                 let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                let utf8 = query_component_is_utf8(k) && query_component_is_utf8(v);
+                if not_utf8.is_none() && !utf8 {
+                    not_utf8 = Some(pair.to_string());
+                }
                 (decode_query_component(k), decode_query_component(v))
             })
             .collect();
-        Query(pairs)
+        Query { pairs, not_utf8 }
+    }
+
+    /// The first parameter, as sent, that is not UTF-8 once percent-decoded.
+    pub fn not_utf8(&self) -> Option<&str> {
+        self.not_utf8.as_deref()
     }
 
     /// The first value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
+        self.pairs
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
@@ -239,6 +259,19 @@ type Routed = Result<Route, Route>;
 impl Request<'_> {
     fn route(&self) -> Routed {
         let path = self.path;
+        if let Some(pair) = self.query.not_utf8() {
+            let api = match path.starts_with("/upload/") || path.starts_with("/storage/") {
+                true => Api::Json,
+                false => Api::Xml,
+            };
+            return Err(Route::Invalid {
+                api,
+                status: 400,
+                message: format!(
+                    "The query parameter {pair:?} is not UTF-8 after percent-decoding."
+                ),
+            });
+        }
         if let Some(rest) = path.strip_prefix("/upload/storage/v1/b/") {
             return self.json_upload(rest);
         }
@@ -264,8 +297,8 @@ impl Request<'_> {
         if let Some(upload_id) = self.query.get("upload_id") {
             let upload_id = upload_id.to_string();
             return Ok(match *self.method {
-                Method::PUT | Method::POST => Route::ResumableChunk { upload_id },
-                Method::DELETE => Route::ResumableCancel { upload_id },
+                Method::PUT | Method::POST => Route::ResumableChunk { bucket, upload_id },
+                Method::DELETE => Route::ResumableCancel { bucket, upload_id },
                 _ => self.not_found(Api::Json),
             });
         }
@@ -411,6 +444,21 @@ impl Request<'_> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_query_that_is_not_utf8_is_refused_not_stored_as_u_fffd() {
+        let uri: Uri = "/upload/storage/v1/b/bkt/o?uploadType=media&name=%FF"
+            .parse()
+            .unwrap();
+        let query = Query::parse(uri.query());
+        assert_eq!(query.not_utf8(), Some("name=%FF"));
+        let Route::Invalid { status, api, .. } = Route::parse(&Method::POST, &uri, &query) else {
+            panic!("routed");
+        };
+        assert_eq!((status, api), (400, Api::Json));
+        // A name that really holds U+FFFD is a name like any other.
+        assert_eq!(Query::parse(Some("name=%EF%BF%BD")).not_utf8(), None);
+    }
+
     fn route(method: Method, uri: &str) -> Route {
         let uri: Uri = uri.parse().unwrap();
         let query = Query::parse(uri.query());
@@ -452,6 +500,7 @@ mod tests {
                 "/upload/storage/v1/b/bkt/o?uploadType=resumable&upload_id=x"
             ),
             Route::ResumableChunk {
+                bucket: "bkt".into(),
                 upload_id: "x".into()
             }
         );

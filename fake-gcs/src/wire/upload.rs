@@ -121,6 +121,36 @@ impl Upload {
         .named()
     }
 
+    /// `uploadType=multipart` read as it arrives: the upload its head describes (the
+    /// resource, the media part's content type), without its bytes, which follow
+    /// ([`crate::wire::MultipartStream::media`]).
+    pub fn multipart_head(
+        bucket: &str,
+        head: RequestHead<'_>,
+        parts: &crate::wire::MultipartHead,
+    ) -> Result<Upload, Rejection> {
+        let preconditions = head.preconditions()?;
+        let resource = match serde_json::from_slice::<Value>(&parts.resource.body) {
+            Ok(resource @ Value::Object(_)) => resource,
+            _ => {
+                return Err(Rejection::invalid(
+                    "the first multipart part must be a JSON object",
+                ));
+            }
+        };
+        let media_type = parts.media.header("content-type");
+        let upload = Upload::described(bucket, head.query, &resource, media_type, preconditions);
+        Upload {
+            declared: upload
+                .declared
+                .clone()
+                .or(Declared::from_headers(head.headers)),
+            ..upload
+        }
+        .encoded_as(head.query)
+        .named()
+    }
+
     /// `uploadType=resumable`'s first request, whose body is the JSON resource (or
     /// empty): the upload without its bytes, which the session's requests bring.
     /// The content type may come as `X-Upload-Content-Type`; digests only from the

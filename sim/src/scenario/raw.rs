@@ -393,6 +393,7 @@ impl RawUploader {
         let config = UploaderConfig {
             put_timeout: self.put_timeout.unwrap_or(default.put_timeout),
             ordered: self.ordered.unwrap_or(default.ordered),
+            ..default
         };
         ensure(
             !config.put_timeout.is_zero(),

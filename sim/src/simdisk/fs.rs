@@ -394,6 +394,53 @@ impl Fs {
         file.live = data;
     }
 
+    /// Appends `data` to the live copy of `ino` (a file written as its bytes arrive).
+    /// The payload a streamed entry brings is kept as the file's second piece
+    /// without copying when the file held only its first (the placeholder header).
+    pub fn append(&mut self, ino: Ino, data: bytes::Bytes) {
+        let file = self.files.get_mut(&ino).expect("open inode");
+        self.used_bytes += data.len() as u64;
+        let live = std::mem::take(&mut file.live);
+        if file.unsynced.is_none() {
+            file.unsynced = Some(Box::new(live.clone()));
+        }
+        file.live = match (live.head.is_empty(), live.body.is_empty()) {
+            (_, true) => Contents::new(live.head, data),
+            (true, false) => Contents::new(live.body, data),
+            (false, false) => Contents::new(live.to_bytes(), data),
+        };
+    }
+
+    /// Overwrites the live bytes of `ino` at `offset` with `data`, which lie within
+    /// its length (a streamed entry's header, written last). Within the first piece
+    /// only that piece is copied.
+    pub fn write_at(&mut self, ino: Ino, offset: usize, data: &[u8]) -> io::Result<()> {
+        let file = self.files.get_mut(&ino).expect("open inode");
+        let end = offset
+            .checked_add(data.len())
+            .filter(|&end| end <= file.live.len())
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "write_at past the end of the file",
+                )
+            })?;
+        if file.unsynced.is_none() {
+            file.unsynced = Some(Box::new(file.live.clone()));
+        }
+        let live = &mut file.live;
+        if end <= live.head.len() {
+            let mut head = live.head.to_vec();
+            head[offset..end].copy_from_slice(data);
+            live.head = head.into();
+        } else {
+            let mut all = live.to_vec();
+            all[offset..end].copy_from_slice(data);
+            *live = Contents::from(bytes::Bytes::from(all));
+        }
+        Ok(())
+    }
+
     /// fsync/fdatasync: the live data becomes durable, unless an earlier failed sync
     /// dropped it. `fail` makes this sync fail: the dirty data is dropped.
     pub fn sync_file(&mut self, ino: Ino, fail: bool) {

@@ -461,6 +461,26 @@ impl SimDisk {
     }
 }
 
+impl SimDisk {
+    /// The inode at `path`, created (a step of its own) when it does not exist.
+    async fn open_for_append(&self, path: &Path) -> io::Result<fs::Ino> {
+        let found = self.lock_state().fs.lookup(path);
+        if let Ok(ino) = found {
+            return Ok(ino);
+        }
+        self.step(|s| {
+            if s.fault("enospc_create", s.config.faults.enospc_create) {
+                return Err(s.no_space(path));
+            }
+            if s.fault("eio_open", s.config.faults.eio_open) {
+                return Err(eio(&path.display().to_string()));
+            }
+            s.fs.create(path)
+        })
+        .await
+    }
+}
+
 impl Disk for SimDisk {
     fn create_dir_all<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, ()> {
         Box::pin(async move {
@@ -575,6 +595,72 @@ impl Disk for SimDisk {
                 s.fs.read(ino).map(|contents| contents.to_vec())
             })
             .await
+        })
+    }
+
+    /// An append is a create when the file is missing (a step of its own, as for
+    /// `create_synced`), then a write: each a crash point, with the faults of both.
+    fn append<'a>(&'a self, path: &'a Path, data: bytes::Bytes) -> DiskFuture<'a, ()> {
+        Box::pin(async move {
+            let ino = self.open_for_append(path).await?;
+            self.step(|s| {
+                let len = data.len();
+                if s.would_overflow(len as u64)
+                    || s.fault("enospc_write", s.config.faults.enospc_write)
+                {
+                    return Err(s.no_space(path));
+                }
+                if s.fault("eio_write", s.config.faults.eio_write) {
+                    let at = s.rng.random_range(0..=len);
+                    s.fs.append(ino, data.slice(..at));
+                    return Err(eio(&path.display().to_string()));
+                }
+                s.fs.append(ino, data);
+                Ok(())
+            })
+            .await
+        })
+    }
+
+    fn write_at<'a>(
+        &'a self,
+        path: &'a Path,
+        offset: u64,
+        data: bytes::Bytes,
+    ) -> DiskFuture<'a, ()> {
+        Box::pin(self.step(move |s| {
+            let ino = s.fs.lookup(path)?;
+            if s.fault("eio_write", s.config.faults.eio_write) {
+                return Err(eio(&path.display().to_string()));
+            }
+            let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+            s.fs.write_at(ino, offset, &data)
+        }))
+    }
+
+    fn sync_file<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()> {
+        Box::pin(self.step(move |s| {
+            let ino = s.fs.lookup(path)?;
+            if s.mutant == Some(DiskMutant::DataNotSynced) {
+                return Ok(());
+            }
+            let fail = s.fault("eio_fsync", s.config.faults.eio_fsync);
+            s.fs.sync_file(ino, fail);
+            if fail {
+                return Err(eio(&format!("fdatasync {}", path.display())));
+            }
+            Ok(())
+        }))
+    }
+
+    fn read_range<'a>(&'a self, path: &'a Path, offset: u64, len: u64) -> DiskFuture<'a, Vec<u8>> {
+        Box::pin(async move {
+            let data = self.read(path).await?;
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(data.len());
+            let end = start.saturating_add(usize::try_from(len).unwrap_or(usize::MAX));
+            Ok(data[start..end.min(data.len())].to_vec())
         })
     }
 

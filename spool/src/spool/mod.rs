@@ -294,6 +294,27 @@ impl Spool {
         &self.inner.config
     }
 
+    /// The spool's directory (holding `entries/`, `quarantine/`, `dead-letter/`),
+    /// for neighbours that keep files beside it (the relay's resumable sessions).
+    pub fn dir(&self) -> &Path {
+        self.inner
+            .entries
+            .path
+            .parent()
+            .expect("entries/ is inside the spool's directory")
+    }
+
+    /// The disk the spool writes through, for neighbours that keep files beside it:
+    /// they then live on the same file system, under the same crash model.
+    pub fn disk(&self) -> &Arc<dyn Disk> {
+        &self.inner.disk
+    }
+
+    /// The wall clock the spool reads.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
     /// The counters and histograms shared by this spool's uploader and drainer.
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics

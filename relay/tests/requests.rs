@@ -1,0 +1,121 @@
+//! Requests a relay must refuse, or answer without leaking, as users met them in
+//! 2026-12: `name=%FF` stored as U+FFFD and answered 200 (Cloud Storage answers
+//! 400); a `Content-Range` near `u64::MAX` overflowing; error bodies carrying the
+//! spool's local paths; a body buffered whole before routing, even for a route that
+//! takes none.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{BUCKET, real_fake};
+use relay::{Relay, RelayConfig};
+use spool::testing::{FaultDisk, ManualClock, Op};
+use spool::{Metrics, Remote, Spool, SpoolConfig, Uploader, UploaderConfig};
+use tokio::net::TcpListener;
+
+/// A relay over a spool on `disk` in `dir`, in front of the fake at `fake_base`.
+async fn relay_on(dir: &std::path::Path, disk: Arc<FaultDisk>, fake_base: &str) -> String {
+    let store = spool::connect::store_from_url(&format!("gs://{BUCKET}"), Some(fake_base)).unwrap();
+    let clock = Arc::new(ManualClock::new(1_791_453_600_000));
+    let (spool, _) = Spool::open_with(
+        dir,
+        SpoolConfig::default(),
+        disk,
+        clock.clone(),
+        Metrics::default(),
+    )
+    .await
+    .unwrap();
+    let uploader = Uploader::new(spool, Remote::new(store), UploaderConfig::default());
+    let relay = Relay::new(RelayConfig::new(BUCKET), uploader, clock);
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let never = std::future::pending::<()>();
+    tokio::spawn(relay::serve(relay, listener, never, Duration::from_secs(1)));
+    base
+}
+
+#[tokio::test]
+async fn a_name_that_is_not_utf8_is_refused_not_stored_as_u_fffd() {
+    let (fake, fake_base) = real_fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = relay_on(dir.path(), Arc::new(FaultDisk::default()), &fake_base).await;
+    let url = format!("{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=%FF");
+    let response = reqwest::Client::new()
+        .post(url)
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    assert!(response.text().await.unwrap().contains("not UTF-8"));
+    assert_eq!(fake.object_count(BUCKET), 0);
+}
+
+#[tokio::test]
+async fn a_content_range_near_u64_max_is_refused_with_400() {
+    let (_fake, fake_base) = real_fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = relay_on(dir.path(), Arc::new(FaultDisk::default()), &fake_base).await;
+    let http = reqwest::Client::new();
+    let start = format!("{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=resumable&name=r");
+    let start = http.post(start).send().await.unwrap();
+    let location = start.headers()["location"].to_str().unwrap().to_string();
+    let range = format!("bytes 0-{}/*", u64::MAX);
+    let response = http
+        .put(&location)
+        .header("content-range", range)
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+}
+
+#[tokio::test]
+async fn an_io_error_on_the_spool_is_503_without_the_spools_paths() {
+    let (_fake, fake_base) = real_fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultDisk::default());
+    let base = relay_on(dir.path(), disk.clone(), &fake_base).await;
+    disk.fail_next(Op::Append, std::io::ErrorKind::Other);
+    let url = format!("{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=p");
+    let response = reqwest::Client::new()
+        .post(url)
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert!(response.headers().contains_key("retry-after"));
+    let body = response.text().await.unwrap();
+    let spool_dir = dir.path().to_str().unwrap();
+    assert!(
+        !body.contains(spool_dir),
+        "the answer names the spool's files: {body}"
+    );
+    assert!(body.contains("retry"), "{body}");
+}
+
+#[tokio::test]
+async fn a_route_that_takes_no_body_answers_without_reading_one() {
+    let (_fake, fake_base) = real_fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = relay_on(dir.path(), Arc::new(FaultDisk::default()), &fake_base).await;
+    // A body far over any limit the relay has, on a route it does not serve: the
+    // answer comes at once, with the connection closed.
+    let endless = futures::stream::repeat_with(|| Ok::<_, std::io::Error>(vec![0u8; 65_536]));
+    let body = reqwest::Body::wrap_stream(endless);
+    let url = format!("{base}/storage/v1/b/{BUCKET}/o/x?alt=media");
+    let response = reqwest::Client::new()
+        .get(url)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 501);
+    assert_eq!(response.headers()["connection"], "close");
+}
