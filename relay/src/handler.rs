@@ -37,7 +37,8 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
         "http://{}",
         header(&parts.headers, "host").unwrap_or("localhost")
     );
-    let body = Pieces::new(body, relay.config().max_request_bytes()).counted(relay.metrics());
+    let limit = relay.config().max_request_bytes();
+    let body = Pieces::new(body, limit).counted(relay.metrics());
     let request = Served {
         relay: &relay,
         method: &parts.method,
@@ -47,10 +48,14 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
         query: &query,
         base: &base,
     };
-    let mut reply = request
-        .serve(&route, body)
-        .await
-        .unwrap_or_else(|rejection| rejection.reply(api));
+    let mut reply = match declared_too_large(&parts.headers, limit) {
+        // Refused before a byte of the body is read.
+        Some(rejection) => rejection.reply(api),
+        None => request
+            .serve(&route, body)
+            .await
+            .unwrap_or_else(|rejection| rejection.reply(api)),
+    };
     if reply.status >= 400 {
         // The body may be unread: the connection cannot carry another request.
         reply = reply.header("connection", "close");
@@ -143,6 +148,12 @@ impl Served<'_> {
         );
         Rejection::status(404, message)
     }
+}
+
+/// 413 for a request whose `Content-Length` is over the relay's limit.
+fn declared_too_large(headers: &HeaderMap, limit: u64) -> Option<Rejection> {
+    let declared: u64 = header(headers, "content-length")?.trim().parse().ok()?;
+    (declared > limit).then(|| body_rejection(crate::body::BodyError::TooLarge { limit }))
 }
 
 /// The whole body of a request that carries no object bytes, at most

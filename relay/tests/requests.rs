@@ -119,3 +119,22 @@ async fn a_route_that_takes_no_body_answers_without_reading_one() {
     assert_eq!(response.status(), 501);
     assert_eq!(response.headers()["connection"], "close");
 }
+
+#[tokio::test]
+async fn a_body_declared_over_the_limit_is_refused_before_it_is_read() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (_fake, fake_base) = real_fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = relay_on(dir.path(), Arc::new(FaultDisk::default()), &fake_base).await;
+    let addr = base.strip_prefix("http://").unwrap();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "PUT /{BUCKET}/huge HTTP/1.1\r\nhost: {addr}\r\ncontent-length: {}\r\n\r\n",
+        u64::MAX / 2
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0; 512];
+    let n = stream.read(&mut answer).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer[..n]);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+}
