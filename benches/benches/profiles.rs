@@ -58,38 +58,9 @@ fn main() {
     print_summary(&seconds, pairs);
 }
 
-/// Builds `sim` (dev profile, or release) and returns the binary's path, from
-/// cargo's own account of what it built.
+/// Builds `sim` (dev profile, or release) and returns the binary's path.
 fn build_sim(release: bool) -> PathBuf {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut command = Command::new(cargo);
-    command.args([
-        "build",
-        "-p",
-        "sim",
-        "--bin",
-        "sim",
-        "--message-format=json",
-    ]);
-    if release {
-        command.arg("--release");
-    }
-    let output = command
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .output()
-        .expect("cargo runs");
-    assert!(
-        output.status.success(),
-        "cargo build of sim failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8(output.stdout).expect("cargo writes UTF-8");
-    stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "sim")
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .expect("cargo names the sim executable it built")
+    benches::cargo_build("sim", "sim", release)
 }
 
 /// One run's figure and its report.

@@ -79,6 +79,41 @@ pub fn us_central1_slice(length: Duration) -> String {
     toml::to_string(&table).expect("a TOML table")
 }
 
+/// Builds `bin` of `package` with the cargo that runs the bench (release, or the
+/// dev profile README's commands use) and returns the executable's path, from
+/// cargo's own account of what it built.
+pub fn cargo_build(package: &str, bin: &str, release: bool) -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command.args([
+        "build",
+        "-p",
+        package,
+        "--bin",
+        bin,
+        "--message-format=json",
+    ]);
+    if release {
+        command.arg("--release");
+    }
+    let output = command
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "cargo build of {package} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).expect("cargo writes UTF-8");
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == bin)
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo names the {bin} executable it built"))
+}
+
 /// Spool sizes to measure: 1k, 10k, 100k, and 1M with `SPOOL_BENCH_LARGE=1`.
 pub fn backlog_sizes() -> Vec<u64> {
     let mut sizes = vec![1_000, 10_000, 100_000];
