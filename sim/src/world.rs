@@ -23,7 +23,7 @@ use crate::mutants::Mutant;
 use crate::recorder::{Recorder, TimelineEvent};
 use crate::scenario::{Event, EventKind, Scenario, When};
 use crate::seed::{derive_seed, purpose};
-use crate::simdisk::DiskReport;
+use crate::simdisk::{CrashPoint, DiskReport};
 
 /// How long the wind-down may take before the run gives up on a host.
 const WIND_DOWN_LIMIT: Duration = Duration::from_secs(600);
@@ -144,9 +144,8 @@ struct World {
     fake: FakeGcs,
     /// Deploys waiting for their host to stop.
     deploys: Vec<PendingDeploy>,
-    /// Per host, the down time of each crash scheduled at a disk operation, in the
-    /// order the disk reaches them.
-    disk_crashes: Vec<std::collections::VecDeque<Duration>>,
+    /// Per host, each crash scheduled at a disk operation with its down time, sorted.
+    disk_crashes: Vec<Vec<(CrashPoint, Duration)>>,
     /// The next sample instant's index at which to count the bucket.
     next_sample: u64,
     /// Steps taken.
@@ -250,10 +249,14 @@ impl World {
     /// frozen mid-operation until now.
     fn crash_tripped_disks(&mut self, t: Duration) {
         for host in 0..self.shared.hosts.len() {
-            if !self.shared.hosts[host].disk.tripped() {
+            let Some(point) = self.shared.hosts[host].disk.tripped() else {
                 continue;
-            }
-            let down_for = self.disk_crashes[host].pop_front().unwrap_or_default();
+            };
+            let scheduled = &mut self.disk_crashes[host];
+            let down_for = match scheduled.iter().position(|(p, _)| *p == point) {
+                Some(i) => scheduled.remove(i).1,
+                None => Duration::ZERO,
+            };
             self.deploys.retain(|d| d.host as usize != host);
             kill(
                 &mut self.sim,
@@ -431,28 +434,27 @@ pub fn build_sim(scenario: &Scenario) -> turmoil::Sim<'static> {
     builder.build()
 }
 
-/// Arms each host's disk with the crashes scheduled at its operations; returns their
-/// down times, per host.
-fn disk_crashes(scenario: &Scenario, shared: &Shared) -> Vec<std::collections::VecDeque<Duration>> {
-    let mut points: Vec<Vec<(u64, Duration)>> = vec![Vec::new(); shared.hosts.len()];
+/// Arms each host's disk with the crashes scheduled at its operations; returns them
+/// with their down times, per host, sorted (of two crashes at the same point, the
+/// shorter down time is taken first).
+fn disk_crashes(scenario: &Scenario, shared: &Shared) -> Vec<Vec<(CrashPoint, Duration)>> {
+    let mut points: Vec<Vec<(CrashPoint, Duration)>> = vec![Vec::new(); shared.hosts.len()];
     for event in &scenario.events {
-        if let When::AfterDiskOps(ops) = event.when {
-            for &host in &event.hosts {
-                points[host as usize].push((ops, event.down_for));
-            }
+        let point = match event.when {
+            When::At(_) => continue,
+            When::AfterDiskOps(ops) => CrashPoint::BeforeOp(ops),
+            When::AfterDiskOp { kind, nth } => CrashPoint::AfterNth(kind, nth),
+        };
+        for &host in &event.hosts {
+            points[host as usize].push((point, event.down_for));
         }
     }
+    for (host_points, control) in points.iter_mut().zip(&shared.hosts) {
+        host_points.sort();
+        let armed: Vec<CrashPoint> = host_points.iter().map(|(point, _)| *point).collect();
+        control.disk.crash_at(&armed);
+    }
     points
-        .into_iter()
-        .zip(&shared.hosts)
-        .map(|(mut host_points, control)| {
-            host_points.sort();
-            control
-                .disk
-                .crash_at_ops(host_points.iter().map(|(ops, _)| *ops).collect());
-            host_points.into_iter().map(|(_, down)| down).collect()
-        })
-        .collect()
 }
 
 /// A crash (power loss) or restart (process only): the host's tasks die at their

@@ -45,7 +45,11 @@
 //! [[event]]
 //! at = "5s"                      # or an RFC 3339 time; or instead:
 //! # after_disk_ops = 30000       # power lost just before the host's 30,000th disk
-//! #                              # operation (crash only)
+//! #                              # operation (crash only); or instead:
+//! # after_disk_op = "rename"     # power lost right after the host's nth disk operation
+//! # nth = 3                      # of this kind (crash only; nth defaults to 1): mkdir,
+//! #                              # create, write, sync_file, rename, sync_dir, unlink,
+//! #                              # readdir, open, read, lock (counted over the run)
 //! kind = "crash"                 # crash (power loss) | restart (process only) | deploy (graceful)
 //! host = 0                       # or "all" (every app host), or "relay" (default 0)
 //! down_for = "1s"
@@ -92,7 +96,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fake_gcs::FaultPlan;
 use spool::{DrainerConfig, SpoolConfig, UploaderConfig};
 
-pub use crate::simdisk::{DiskConfig, FaultRates};
+pub use crate::simdisk::{DiskConfig, FaultRates, OpKind};
 pub use error::{ScenarioError, locate};
 
 /// A checked scenario, ready to run.
@@ -213,6 +217,14 @@ pub enum When {
     /// Just before the host's k-th disk operation (counted over the run): a power
     /// loss in the middle of whatever the spool was doing.
     AfterDiskOps(u64),
+    /// Right after the host's n-th disk operation of one kind (counted over the
+    /// run): a power loss right after the operation whose loss matters.
+    AfterDiskOp {
+        /// The kind of operation.
+        kind: OpKind,
+        /// Which one of that kind, from 1.
+        nth: u64,
+    },
 }
 
 /// A scheduled event.

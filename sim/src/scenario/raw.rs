@@ -154,6 +154,8 @@ struct RawDrainer {
 struct RawEvent {
     at: Option<TimeOrOffset>,
     after_disk_ops: Option<u64>,
+    after_disk_op: Option<String>,
+    nth: Option<u64>,
     kind: String,
     #[serde(default)]
     host: Option<RawHost>,
@@ -484,26 +486,10 @@ impl RawEvent {
         relay: bool,
     ) -> Checked<Event> {
         let field = |name: &str| format!("event[{i}].{name}");
-        let when = match (&self.at, self.after_disk_ops) {
-            (Some(at), None) => {
-                let at = at.offset(start).map_err(|m| (field("at"), m))?;
-                ensure(
-                    at < duration,
-                    &field("at"),
-                    "is at or after the end of the scenario",
-                )?;
-                When::At(at)
-            }
-            (None, Some(ops)) => {
-                ensure(ops > 0, &field("after_disk_ops"), "must be at least 1")?;
-                When::AfterDiskOps(ops)
-            }
-            _ => {
-                return Err((
-                    field("at"),
-                    "give exactly one of at and after_disk_ops".to_string(),
-                ));
-            }
+        let when = self.when(&field, start, duration)?;
+        let disk_field = match when {
+            When::AfterDiskOp { .. } => field("after_disk_op"),
+            _ => field("after_disk_ops"),
         };
         let kind = match self.kind.as_str() {
             "crash" => EventKind::Crash,
@@ -519,25 +505,81 @@ impl RawEvent {
         let hosts = self.hosts(&field("host"), app_hosts, relay)?;
         ensure(
             matches!(when, When::At(_)) || kind == EventKind::Crash,
-            &field("after_disk_ops"),
+            &disk_field,
             "only a crash (power loss) can happen at a disk operation",
         )?;
         ensure(
             matches!(when, When::At(_)) || !relay || hosts == [app_hosts],
-            &field("after_disk_ops"),
+            &disk_field,
             "with the relay on, app hosts keep no spool and their disks see no operation: \
              crash the relay (host = \"relay\") at a disk operation",
         )?;
         Ok(Event {
             at: match when {
                 When::At(at) => at,
-                When::AfterDiskOps(_) => Duration::MAX,
+                When::AfterDiskOps(_) | When::AfterDiskOp { .. } => Duration::MAX,
             },
             when,
             kind,
             hosts,
             down_for: self.down_for.unwrap_or(Duration::ZERO),
         })
+    }
+
+    /// When the event happens: exactly one of `at`, `after_disk_ops` and
+    /// `after_disk_op` (with `nth`, only there).
+    fn when(
+        &self,
+        field: &dyn Fn(&str) -> String,
+        start: SystemTime,
+        duration: Duration,
+    ) -> Checked<When> {
+        ensure(
+            self.nth.is_none() || self.after_disk_op.is_some(),
+            &field("nth"),
+            "counts operations of the kind after_disk_op names: give after_disk_op too",
+        )?;
+        match (&self.at, self.after_disk_ops, &self.after_disk_op) {
+            (Some(at), None, None) => {
+                let at = at.offset(start).map_err(|m| (field("at"), m))?;
+                ensure(
+                    at < duration,
+                    &field("at"),
+                    "is at or after the end of the scenario",
+                )?;
+                Ok(When::At(at))
+            }
+            (None, Some(ops), None) => {
+                ensure(ops > 0, &field("after_disk_ops"), "must be at least 1")?;
+                Ok(When::AfterDiskOps(ops))
+            }
+            (None, None, Some(name)) => {
+                let kind = OpKind::parse(name).ok_or_else(|| {
+                    (
+                        field("after_disk_op"),
+                        format!(
+                            "unknown disk operation {name:?}; expected one of {}",
+                            OpKind::names()
+                        ),
+                    )
+                })?;
+                let nth = self.nth.unwrap_or(1);
+                ensure(nth > 0, &field("nth"), "must be at least 1")?;
+                Ok(When::AfterDiskOp { kind, nth })
+            }
+            (at, ops, _) => {
+                // Name a key that is there, so that the error has a line.
+                let name = if at.is_none() && ops.is_some() {
+                    "after_disk_ops"
+                } else {
+                    "at"
+                };
+                Err((
+                    field(name),
+                    "give exactly one of at, after_disk_ops and after_disk_op".to_string(),
+                ))
+            }
+        }
     }
 
     /// The hosts the event names: an app host's index, "all" app hosts, or the

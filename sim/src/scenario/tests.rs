@@ -147,3 +147,47 @@ fn log_uniform_mean_is_between_the_bounds() {
     assert!((1300.0..1400.0).contains(&mean), "{mean}");
     assert_eq!(SizeDist::Fixed(10).mean(), 10.0);
 }
+
+#[test]
+fn a_crash_right_after_the_nth_disk_operation_of_a_kind() {
+    let at_op = |keys: &str| GOOD.replace("at = \"30m\"", keys);
+    let s = parse("s.toml", &at_op("after_disk_op = \"rename\"\nnth = 3")).unwrap();
+    assert_eq!(
+        s.events[0].when,
+        When::AfterDiskOp {
+            kind: OpKind::Rename,
+            nth: 3
+        }
+    );
+    assert_eq!(s.events[0].at, Duration::MAX);
+    let s = parse("s.toml", &at_op("after_disk_op = \"mkdir\"")).unwrap();
+    assert_eq!(
+        s.events[0].when,
+        When::AfterDiskOp {
+            kind: OpKind::Mkdir,
+            nth: 1
+        }
+    );
+    for (keys, field, says) in [
+        ("after_disk_op = \"fsync\"", "after_disk_op", "sync_file"),
+        ("after_disk_op = \"write\"\nnth = 0", "nth", "at least 1"),
+        ("nth = 2", "nth", "give after_disk_op too"),
+        (
+            "after_disk_op = \"write\"\nafter_disk_ops = 9",
+            "after_disk_ops",
+            "exactly one",
+        ),
+    ] {
+        let e = err(&at_op(keys));
+        assert_eq!(
+            e.field.as_deref(),
+            Some(&*format!("event[0].{field}")),
+            "{e}"
+        );
+        assert!(e.to_string().contains(says), "{e}");
+        assert!(e.line.is_some(), "{e}");
+    }
+    let restart = at_op("after_disk_op = \"write\"").replace("\"crash\"", "\"restart\"");
+    let e = err(&restart);
+    assert_eq!(e.field.as_deref(), Some("event[0].after_disk_op"), "{e}");
+}

@@ -46,15 +46,19 @@
 //! - a bit flipped in synced data at rest: the checksum catches it, the entry is
 //!   quarantined, never uploaded.
 //!
-//! Every operation can be the crash point: [`SimDisk::crash_at_ops`] makes the disk
-//! lose power just before its k-th operation, and every operation first yields, so
-//! other tasks (other puts, the drainer) interleave with it as they would with a
-//! real disk.
+//! Every operation can be the crash point ([`crash_point`]): [`SimDisk::crash_at`]
+//! makes the disk lose power just before its k-th operation, or right after the n-th
+//! operation of one kind (a rename, a write, a `mkdir`, ...), and every operation
+//! first yields, so other tasks (other puts, the drainer) interleave with it as they
+//! would with a real disk.
 
+pub mod crash_point;
 pub mod fs;
 mod mutant;
+#[cfg(test)]
+mod tests;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -65,6 +69,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use spool::disk::{Contents, Disk, DiskFuture, DiskLock};
 
+use crash_point::Schedule;
+pub use crash_point::{CrashPoint, OpKind};
 pub use fs::CrashStates;
 use fs::Fs;
 pub use mutant::DiskMutant;
@@ -158,12 +164,9 @@ struct DiskState {
     fs: Fs,
     rng: ChaCha8Rng,
     config: DiskConfig,
-    /// Primitive operations so far, over the disk's life.
-    ops: u64,
-    /// Operation counts at which power is lost, before the operation.
-    crash_points: VecDeque<u64>,
-    /// Power was lost at a crash point: the host is frozen until the world crashes it.
-    tripped: bool,
+    /// Operations so far, the crash points to come, and the one reached (the host
+    /// is then frozen until the world crashes it).
+    schedule: Schedule,
     locks: BTreeSet<PathBuf>,
     mutant: Option<DiskMutant>,
     /// Renames a mutant has not done yet.
@@ -198,9 +201,7 @@ impl SimDisk {
                 fs: Fs::new(config.block_bytes as usize),
                 rng: ChaCha8Rng::seed_from_u64(seed),
                 config,
-                ops: 0,
-                crash_points: VecDeque::new(),
-                tripped: false,
+                schedule: Schedule::default(),
                 locks: BTreeSet::new(),
                 mutant: None,
                 deferred_renames: Vec::new(),
@@ -217,10 +218,15 @@ impl SimDisk {
     }
 
     /// Loses power just before each of these operation counts (1-based, over the
-    /// disk's life).
-    pub fn crash_at_ops(&self, mut points: Vec<u64>) {
-        points.sort_unstable();
-        self.lock_state().crash_points = points.into();
+    /// disk's life), instead of the crash points set before.
+    pub fn crash_at_ops(&self, points: Vec<u64>) {
+        let points: Vec<CrashPoint> = points.into_iter().map(CrashPoint::BeforeOp).collect();
+        self.crash_at(&points);
+    }
+
+    /// Loses power at each of these points, instead of the crash points set before.
+    pub fn crash_at(&self, points: &[CrashPoint]) {
+        self.lock_state().schedule.set(points);
     }
 
     /// Plants a deliberate bug (see [`DiskMutant`]).
@@ -228,14 +234,14 @@ impl SimDisk {
         self.lock_state().mutant = mutant;
     }
 
-    /// True once a crash point was reached: the host must be crashed now.
-    pub fn tripped(&self) -> bool {
-        self.lock_state().tripped
+    /// The crash point reached, once one is: the host must be crashed now.
+    pub fn tripped(&self) -> Option<CrashPoint> {
+        self.lock_state().schedule.tripped
     }
 
     /// Primitive operations so far.
     pub fn ops(&self) -> u64 {
-        self.lock_state().ops
+        self.lock_state().schedule.ops
     }
 
     /// Power loss: what was not durable is decided by the crash model; locks are
@@ -247,10 +253,7 @@ impl SimDisk {
         s.crash_states.add(&states);
         s.locks.clear();
         s.deferred_renames.clear();
-        if s.tripped {
-            s.tripped = false;
-            s.crash_points.pop_front();
-        }
+        s.schedule.tripped = None;
     }
 
     /// The crash states power losses produced so far.
@@ -278,7 +281,7 @@ impl SimDisk {
     pub fn report(&self) -> DiskReport {
         let s = self.lock_state();
         DiskReport {
-            operations: s.ops,
+            operations: s.schedule.ops,
             crash_states: s.crash_states,
             injected: s.injected.clone(),
             damage: s.damage.clone(),
@@ -305,29 +308,30 @@ impl SimDisk {
     pub fn stop_faults(&self) {
         let mut s = self.lock_state();
         s.config.faults = FaultRates::default();
-        s.crash_points.clear();
+        s.schedule.clear();
     }
 
-    /// One primitive operation: yields first, so that other tasks interleave; stops
-    /// here for good when power is lost before it; otherwise runs `f` with the state.
-    async fn step<T>(&self, f: impl FnOnce(&mut DiskState) -> io::Result<T>) -> io::Result<T> {
+    /// One primitive operation of `kind`: yields first, so that other tasks
+    /// interleave; stops here for good when power is lost before it; otherwise runs
+    /// `f` with the state, and counts it (power may go right after it).
+    async fn step<T>(
+        &self,
+        kind: OpKind,
+        f: impl FnOnce(&mut DiskState) -> io::Result<T>,
+    ) -> io::Result<T> {
         tokio::task::yield_now().await;
         let frozen = {
             let mut s = self.lock_state();
             s.check_for_livelock();
-            if !s.tripped {
-                s.ops += 1;
-                if s.crash_points.front() == Some(&s.ops) {
-                    s.tripped = true;
-                }
-            }
-            s.tripped
+            s.schedule.before_op()
         };
         if frozen {
             return std::future::pending().await;
         }
         let mut s = self.lock_state();
-        f(&mut s)
+        let result = f(&mut s);
+        s.schedule.after_op(kind);
+        result
     }
 }
 
@@ -405,7 +409,7 @@ impl Drop for HeldLock {
 impl SimDisk {
     async fn write_file(&self, path: &Path, data: Contents) -> io::Result<()> {
         let ino = self
-            .step(|s| {
+            .step(OpKind::Create, |s| {
                 if s.fault("enospc_create", s.config.faults.enospc_create) {
                     return Err(s.no_space(path));
                 }
@@ -415,7 +419,7 @@ impl SimDisk {
                 s.fs.create(path)
             })
             .await?;
-        self.step(|s| {
+        self.step(OpKind::Write, |s| {
             let len = data.len();
             let torn = |s: &mut DiskState| s.rng.random_range(0..=len);
             let short_write = s.mutant == Some(DiskMutant::ShortWriteIgnored) && len > 1;
@@ -446,7 +450,7 @@ impl SimDisk {
             Ok(())
         })
         .await?;
-        self.step(|s| {
+        self.step(OpKind::SyncFile, |s| {
             if s.mutant == Some(DiskMutant::DataNotSynced) {
                 return Ok(());
             }
@@ -468,7 +472,7 @@ impl SimDisk {
         if let Ok(ino) = found {
             return Ok(ino);
         }
-        self.step(|s| {
+        self.step(OpKind::Create, |s| {
             if s.fault("enospc_create", s.config.faults.enospc_create) {
                 return Err(s.no_space(path));
             }
@@ -490,7 +494,7 @@ impl Disk for SimDisk {
                 .collect();
             missing.reverse();
             for d in missing {
-                self.step(|s| {
+                self.step(OpKind::Mkdir, |s| {
                     if s.fault("eio_open", s.config.faults.eio_open) {
                         return Err(eio(&d.display().to_string()));
                     }
@@ -510,7 +514,7 @@ impl Disk for SimDisk {
     }
 
     fn rename<'a>(&'a self, from: &'a Path, to: &'a Path) -> DiskFuture<'a, ()> {
-        Box::pin(self.step(move |s| {
+        Box::pin(self.step(OpKind::Rename, move |s| {
             s.fs.lookup(from)?;
             if s.fault("enospc_rename", s.config.faults.enospc_rename) {
                 return Err(s.no_space(to));
@@ -531,7 +535,7 @@ impl Disk for SimDisk {
     }
 
     fn sync_dir<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, ()> {
-        Box::pin(self.step(move |s| {
+        Box::pin(self.step(OpKind::SyncDir, move |s| {
             let result = match s.mutant {
                 Some(DiskMutant::DirSyncSkipped) => Ok(()),
                 _ => {
@@ -557,7 +561,7 @@ impl Disk for SimDisk {
     }
 
     fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Vec<String>> {
-        Box::pin(self.step(move |s| {
+        Box::pin(self.step(OpKind::Readdir, move |s| {
             if s.fault("eio_readdir", s.config.faults.eio_readdir) {
                 return Err(eio(&format!("readdir {}", dir.display())));
             }
@@ -572,14 +576,14 @@ impl Disk for SimDisk {
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>> {
         Box::pin(async move {
             let ino = self
-                .step(|s| {
+                .step(OpKind::Open, |s| {
                     if s.fault("eio_open", s.config.faults.eio_open) {
                         return Err(eio(&path.display().to_string()));
                     }
                     s.fs.lookup(path)
                 })
                 .await?;
-            self.step(|s| {
+            self.step(OpKind::Read, |s| {
                 if s.fault("sticky_read", s.config.faults.sticky_read) {
                     s.record_damage(path, ino, "unreadable");
                     s.fs.make_unreadable(ino);
@@ -603,7 +607,7 @@ impl Disk for SimDisk {
     fn append<'a>(&'a self, path: &'a Path, data: bytes::Bytes) -> DiskFuture<'a, ()> {
         Box::pin(async move {
             let ino = self.open_for_append(path).await?;
-            self.step(|s| {
+            self.step(OpKind::Write, |s| {
                 let len = data.len();
                 if s.would_overflow(len as u64)
                     || s.fault("enospc_write", s.config.faults.enospc_write)
@@ -628,7 +632,7 @@ impl Disk for SimDisk {
         offset: u64,
         data: bytes::Bytes,
     ) -> DiskFuture<'a, ()> {
-        Box::pin(self.step(move |s| {
+        Box::pin(self.step(OpKind::Write, move |s| {
             let ino = s.fs.lookup(path)?;
             if s.fault("eio_write", s.config.faults.eio_write) {
                 return Err(eio(&path.display().to_string()));
@@ -639,7 +643,7 @@ impl Disk for SimDisk {
     }
 
     fn sync_file<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()> {
-        Box::pin(self.step(move |s| {
+        Box::pin(self.step(OpKind::SyncFile, move |s| {
             let ino = s.fs.lookup(path)?;
             if s.mutant == Some(DiskMutant::DataNotSynced) {
                 return Ok(());
@@ -665,7 +669,7 @@ impl Disk for SimDisk {
     }
 
     fn remove<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()> {
-        Box::pin(self.step(move |s| {
+        Box::pin(self.step(OpKind::Unlink, move |s| {
             s.fs.lookup(path)?;
             if s.fault("eio_unlink", s.config.faults.eio_unlink) {
                 if s.rng.random_bool(0.5) {
@@ -679,7 +683,7 @@ impl Disk for SimDisk {
 
     fn lock<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, DiskLock> {
         Box::pin(async move {
-            self.step(|s| {
+            self.step(OpKind::Lock, |s| {
                 if s.locks.insert(path.to_path_buf()) {
                     Ok(())
                 } else {
