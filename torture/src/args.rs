@@ -1,0 +1,178 @@
+//! The command line: `torture --power-losses N [--seed S] [--minutes M] [--work DIR]
+//! [--writers node,python,object-store]` and the paths to what it runs.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::{Parser, ValueEnum};
+
+/// The bucket every writer writes to.
+pub const BUCKET: &str = "bkt";
+
+/// A kind of writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum WriterKind {
+    /// `@google-cloud/storage` (clients/torture/writer.js).
+    Node,
+    /// `google-cloud-storage` (clients/torture/writer.py).
+    Python,
+    /// `object_store`'s GCS client in this process: XML `PUT`, create-if-absent.
+    ObjectStore,
+}
+
+impl WriterKind {
+    /// The name writers of this kind log under (`node-0`, `object-store-1`).
+    pub fn label(self) -> &'static str {
+        match self {
+            WriterKind::Node => "node",
+            WriterKind::Python => "python",
+            WriterKind::ObjectStore => "object-store",
+        }
+    }
+}
+
+/// `torture`'s flags. See docs/torture.md.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "torture",
+    about = "A torture run of the real binaries: fake-gcs, spool-relay on crashfs, official \
+             clients; SIGKILL and power loss at random moments; every acknowledged write \
+             checked against the bucket"
+)]
+pub struct Args {
+    /// Stop the chaos after this many power losses.
+    #[arg(long, value_name = "N")]
+    pub power_losses: u64,
+    /// Seed of the schedule (events, outages, power losses, writers' workloads).
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+    /// Stop the chaos after this many minutes, whatever the power losses so far.
+    #[arg(long, value_name = "M")]
+    pub minutes: Option<f64>,
+    /// Working directory: crashfs's backing directory and mount point, the logs.
+    /// Emptied first. Default: <target>/torture.
+    #[arg(long, value_name = "DIR")]
+    pub work: Option<PathBuf>,
+    /// Kinds of writers to run.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "node,python,object-store"
+    )]
+    pub writers: Vec<WriterKind>,
+    /// Writers of each kind, each writing one object at a time.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub per_kind: usize,
+    /// Largest object written, in bytes (sizes are log-uniform from 1 byte).
+    #[arg(long, value_name = "BYTES", default_value_t = 6 << 20)]
+    pub max_bytes: u64,
+    /// Where spool-relay, fake-gcs and spool are. Default: this binary's directory.
+    #[arg(long, value_name = "DIR")]
+    pub bin_dir: Option<PathBuf>,
+    /// The repository's clients/ directory (torture/writer.js, torture/writer.py,
+    /// node/node_modules).
+    #[arg(long, value_name = "DIR")]
+    pub clients: Option<PathBuf>,
+    /// Node.
+    #[arg(long, value_name = "PATH", default_value = "node")]
+    pub node: PathBuf,
+    /// A Python with clients/python/requirements.txt installed. Default: the virtual
+    /// environment clients/run makes, <target>/client-checks/venv/bin/python.
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<PathBuf>,
+    /// An extra flag for spool-relay (repeatable), e.g. --relay-arg=--workers=8.
+    #[arg(long = "relay-arg", value_name = "FLAG", allow_hyphen_values = true)]
+    pub relay_args: Vec<String>,
+    /// The relay's --shutdown-grace: a SIGTERM deploy must end within it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
+    /// How long the end may wait for writers to finish and for the spool to drain.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub settle_secs: u64,
+}
+
+/// Where everything the run starts is.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    pub relay: PathBuf,
+    pub fake: PathBuf,
+    pub spool: PathBuf,
+    pub node: PathBuf,
+    pub node_writer: PathBuf,
+    pub python: PathBuf,
+    pub python_writer: PathBuf,
+    pub work: PathBuf,
+}
+
+impl Args {
+    /// How long the chaos may last, if bounded.
+    pub fn time_bound(&self) -> Option<Duration> {
+        self.minutes
+            .map(|m| Duration::from_secs_f64(m.max(0.0) * 60.0))
+    }
+
+    /// Resolves every path, checking that the binaries and scripts exist.
+    pub fn paths(&self) -> anyhow::Result<Paths> {
+        let exe = std::env::current_exe().context("cannot find this binary's path")?;
+        let exe_dir = exe.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let bin_dir = self.bin_dir.clone().unwrap_or_else(|| exe_dir.clone());
+        // <target>/debug/torture: the target directory is one up.
+        let target = exe_dir.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let clients = self
+            .clients
+            .clone()
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../clients"));
+        let python = self
+            .python
+            .clone()
+            .unwrap_or_else(|| target.join("client-checks/venv/bin/python"));
+        let paths = Paths {
+            relay: bin_dir.join("spool-relay"),
+            fake: bin_dir.join("fake-gcs"),
+            spool: bin_dir.join("spool"),
+            node: self.node.clone(),
+            node_writer: clients.join("torture/writer.js"),
+            python,
+            python_writer: clients.join("torture/writer.py"),
+            work: self.work.clone().unwrap_or_else(|| target.join("torture")),
+        };
+        paths.check(&self.writers, &clients)?;
+        Ok(paths)
+    }
+}
+
+impl Paths {
+    fn check(&self, writers: &[WriterKind], clients: &Path) -> anyhow::Result<()> {
+        for bin in [&self.relay, &self.fake, &self.spool] {
+            if !bin.is_file() {
+                bail!(
+                    "{} is missing: build the binaries first (docs/torture.md):\n  cargo build -p \
+                     relay --bin spool-relay -p fake-gcs --bin fake-gcs -p torture\n  cargo build \
+                     -p spool --features cli --bin spool\nor give --bin-dir",
+                    bin.display()
+                );
+            }
+        }
+        if writers.contains(&WriterKind::Node) {
+            let modules = clients.join("node/node_modules/@google-cloud/storage");
+            if !modules.is_dir() || !self.node_writer.is_file() {
+                bail!(
+                    "{} is missing: run `npm ci` in clients/node (clients/run does), or leave \
+                     node out of --writers",
+                    modules.display()
+                );
+            }
+        }
+        if writers.contains(&WriterKind::Python)
+            && (!self.python.exists() || !self.python_writer.is_file())
+        {
+            bail!(
+                "{} is missing: run clients/run once (it makes that virtual environment), give \
+                 --python, or leave python out of --writers",
+                self.python.display()
+            );
+        }
+        Ok(())
+    }
+}
