@@ -8,6 +8,12 @@
 //! `--shutdown-grace`), then stops the drainer between entries and exits 0.
 //! Whatever the spool still holds is delivered by the next run on the same
 //! directory (or by `spool drain`).
+//!
+//! Who may write (`docs/relay.md`, "Who can write through the relay"): on a
+//! loopback `--listen`, local clients naming the relay by a loopback name; a
+//! non-loopback `--listen` is refused at startup unless a token is configured
+//! (`--token-file PATH` or `SPOOL_RELAY_TOKEN`, never a flag: `ps` shows every
+//! process's arguments to every user). Browsers are refused always.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -15,7 +21,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::{Context as _, anyhow, bail};
 use bytesize::ByteSize;
 use clap::Parser;
 use spool::{
@@ -24,12 +30,15 @@ use spool::{
 };
 use tokio::net::TcpListener;
 
+use crate::auth::{Access, TOKEN_ENV, Token};
 use crate::relay::{Relay, RelayConfig};
+use crate::server::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ServerConfig};
 
 /// Flags of `spool-relay`. The field docs are clap's help text.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// The spool directory (created if missing; one process per directory).
+    /// The spool directory (created if missing, with its parents; one process per
+    /// directory).
     #[arg(long, value_name = "DIR")]
     pub dir: PathBuf,
     /// Where uploads go: gs://BUCKET (Cloud Storage with the standard credential
@@ -38,8 +47,26 @@ pub struct Args {
     #[arg(long, value_name = "URL")]
     pub upstream: String,
     /// Address to serve the upload API on (loopback by default; port 0 picks one).
+    /// Any other address needs a token (--token-file or SPOOL_RELAY_TOKEN).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:4443")]
     pub listen: SocketAddr,
+    /// A file holding the token every request must carry as `Authorization: Bearer
+    /// TOKEN` (at least 24 printable characters; `openssl rand -hex 32`). Or set
+    /// SPOOL_RELAY_TOKEN. Required with a non-loopback --listen.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Not taken: a token on the command line is visible to every user (ps). Kept
+    /// only to say so.
+    #[arg(long, value_name = "TOKEN", hide = true)]
+    pub token: Option<String>,
+    /// Most connections served at once; more wait in the listen backlog until one
+    /// closes.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// A connection whose client sends nothing (midway through a body) or reads
+    /// nothing (of an answer) for this long is closed.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub body_timeout: Duration,
     /// Serve the spool's and the relay's metrics at GET /metrics on this address.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
@@ -57,12 +84,16 @@ pub struct Args {
     /// Most bytes the spool holds (entry files: header, name and payload).
     #[arg(long, value_name = "SIZE", default_value = "1GiB")]
     pub max_bytes: ByteSize,
-    /// Largest object accepted (larger is 413).
-    #[arg(long, value_name = "SIZE", default_value = "32MiB")]
+    /// Largest object accepted (larger is 413). Bodies stream to disk: this bounds
+    /// disk, not memory.
+    #[arg(long, value_name = "SIZE", default_value = "5GiB")]
     pub max_object_bytes: ByteSize,
-    /// Resumable sessions kept at once (each holds its bytes in memory).
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    /// Resumable sessions open at once (one more is refused with 503).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_sessions: usize,
+    /// Bytes all open resumable sessions may hold on disk beside the spool.
+    #[arg(long, value_name = "SIZE", default_value = "8GiB")]
+    pub max_session_bytes: ByteSize,
     /// How long a direct write upstream may take before the object is spooled.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     pub put_timeout: Duration,
@@ -121,10 +152,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 pub async fn run_until(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let bucket = bucket(&args.upstream, args.bucket.as_deref())?;
     refuse_loop(&args)?;
+    let server_config = args.server_config(std::env::var(TOKEN_ENV).ok(), &bucket)?;
     let store = spool::connect::store_from_url(&args.upstream, args.endpoint.as_deref())?;
-    let spool = Spool::open(&args.dir, args.spool_config())
+    // Absolute first: the spool creates missing parents and syncs each one's parent,
+    // and a relative path's last ancestor is the empty path.
+    let dir = std::path::absolute(&args.dir)
+        .with_context(|| format!("cannot resolve the spool directory {}", args.dir.display()))?;
+    let spool = Spool::open(&dir, args.spool_config())
         .await
-        .with_context(|| format!("cannot open the spool {}", args.dir.display()))?;
+        .with_context(|| format!("cannot open the spool {}", dir.display()))?;
     let remote = Remote::new(store);
     let drainer = Drainer::start(spool.clone(), remote.clone(), args.drainer_config());
     let uploader_config = UploaderConfig {
@@ -143,11 +179,20 @@ pub async fn run_until(args: Args, shutdown: impl Future<Output = ()>) -> anyhow
         metrics = %metrics.as_ref().map_or("off".to_string(), |(addr, _)| addr.to_string()),
         upstream = %args.upstream,
         bucket = %relay.config().bucket,
-        dir = %args.dir.display(),
+        dir = %dir.display(),
         pending = spool.stats().files,
+        token = server_config.access.requires_token(),
+        max_connections = server_config.max_connections,
         "spool-relay listening"
     );
-    crate::serve(relay, listener, shutdown, args.shutdown_grace).await;
+    crate::serve_with(
+        relay,
+        listener,
+        shutdown,
+        args.shutdown_grace,
+        server_config,
+    )
+    .await;
     drainer.shutdown().await;
     if let Some((_, task)) = metrics {
         task.abort();
@@ -162,6 +207,74 @@ pub async fn run_until(args: Args, shutdown: impl Future<Output = ()>) -> anyhow
 }
 
 impl Args {
+    /// Who may send requests and how connections are bounded; `env_token` is
+    /// SPOOL_RELAY_TOKEN's value. Refuses a non-loopback `--listen` without a token,
+    /// a token given twice, a `--token` flag, and a token too weak to keep.
+    fn server_config(
+        &self,
+        env_token: Option<String>,
+        bucket: &str,
+    ) -> anyhow::Result<ServerConfig> {
+        if self.token.is_some() {
+            bail!(
+                "--token is not taken: a token on the command line is visible to every user \
+                 of the host (ps, /proc/PID/cmdline). Put it in a file only the relay's user \
+                 can read and pass --token-file PATH, or set {TOKEN_ENV} in the relay's \
+                 environment"
+            );
+        }
+        let from_file = match &self.token_file {
+            Some(path) => Some((
+                read_token_file(path)?,
+                format!("--token-file {}", path.display()),
+            )),
+            None => None,
+        };
+        let from_env = env_token
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| (t, TOKEN_ENV.to_string()));
+        let token = match (from_file, from_env) {
+            (Some(_), Some(_)) => bail!(
+                "the token is given twice, by --token-file and by {TOKEN_ENV}: give it one way"
+            ),
+            (Some((text, from)), None) | (None, Some((text, from))) => {
+                Some(Token::new(&text).map_err(|e| anyhow!("the token from {from}: {e}"))?)
+            }
+            (None, None) => None,
+        };
+        let loopback = self.listen.ip().is_loopback();
+        if !loopback && token.is_none() {
+            bail!(
+                "--listen {} is not a loopback address, and no token is configured: anyone \
+                 who can reach it could write into the bucket {bucket} through this relay. \
+                 Give a token with --token-file PATH or {TOKEN_ENV} (clients then send \
+                 Authorization: Bearer TOKEN; see docs/relay.md), or listen on 127.0.0.1",
+                self.listen
+            );
+        }
+        let mut access = Access::default();
+        if loopback {
+            access = access.loopback_hosts_only();
+        }
+        if let Some(token) = token {
+            access = access.with_token(token);
+        }
+        if self.max_connections == 0 {
+            bail!("--max-connections must be at least 1");
+        }
+        if self.body_timeout.is_zero() {
+            bail!(
+                "--body-timeout must be more than 0 (default {})",
+                humantime::format_duration(DEFAULT_BODY_TIMEOUT)
+            );
+        }
+        Ok(ServerConfig {
+            access,
+            body_timeout: self.body_timeout,
+            max_connections: self.max_connections,
+        })
+    }
+
     fn spool_config(&self) -> SpoolConfig {
         SpoolConfig {
             max_files: self.max_files,
@@ -185,10 +298,31 @@ impl Args {
         RelayConfig {
             max_object_bytes: self.max_object_bytes.as_u64(),
             max_sessions: self.max_sessions.max(1),
+            max_session_bytes: self.max_session_bytes.as_u64(),
             retry_after: self.retry_after,
             ..RelayConfig::new(bucket)
         }
     }
+}
+
+/// The token in the file at `path`; warns when others than its owner may read it.
+fn read_token_file(path: &std::path::Path) -> anyhow::Result<String> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(path)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                target: "spool_relay",
+                file = %path.display(),
+                mode = format!("{:o}", mode & 0o777),
+                "the token file can be read by other users; chmod 600 it"
+            );
+        }
+    }
+    Ok(text)
 }
 
 /// The bucket clients must name: gs://BUCKET's, or `--bucket` for other stores.
@@ -309,6 +443,66 @@ mod tests {
         let args = parse(&["--max-object-bytes", "1 MiB", "--backoff-cap", "1s"]).unwrap();
         assert_eq!(args.max_object_bytes.as_u64(), 1 << 20);
         assert_eq!(args.drainer_config().backoff.cap, Duration::from_secs(1));
+    }
+
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn a_non_loopback_listen_without_a_token_is_refused_saying_what_to_do() {
+        let args = parse(&["--listen", "0.0.0.0:4443"]).unwrap();
+        let e = args.server_config(None, "bkt").unwrap_err().to_string();
+        assert!(
+            e.contains("--listen 0.0.0.0:4443 is not a loopback address"),
+            "{e}"
+        );
+        assert!(e.contains("--token-file PATH or SPOOL_RELAY_TOKEN"), "{e}");
+        let config = args.server_config(Some(TOKEN.into()), "bkt").unwrap();
+        assert!(config.access.requires_token());
+        // A loopback relay needs no token, and checks Host names.
+        let config = parse(&[]).unwrap().server_config(None, "bkt").unwrap();
+        assert!(!config.access.requires_token());
+        let mut evil = http::HeaderMap::new();
+        evil.insert("host", "rebound.example".parse().unwrap());
+        assert!(config.access.check(&evil).is_err());
+        assert_eq!(config.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(config.body_timeout, DEFAULT_BODY_TIMEOUT);
+    }
+
+    #[test]
+    fn a_token_comes_from_a_file_or_the_environment_never_a_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
+        let path = file.to_str().unwrap();
+        let listen = ["--listen", "10.1.2.3:4443"];
+        let args = parse(&[&listen[..], &["--token-file", path]].concat()).unwrap();
+        assert!(
+            args.server_config(None, "bkt")
+                .unwrap()
+                .access
+                .requires_token()
+        );
+        let e = args.server_config(Some(TOKEN.into()), "bkt").unwrap_err();
+        assert!(e.to_string().contains("given twice"), "{e}");
+        let e = parse(&["--token", TOKEN])
+            .unwrap()
+            .server_config(None, "bkt")
+            .unwrap_err();
+        assert!(e.to_string().contains("visible to every user"), "{e}");
+        assert!(!e.to_string().contains(TOKEN), "{e}");
+        let e = parse(&listen)
+            .unwrap()
+            .server_config(Some("weak".into()), "bkt")
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("SPOOL_RELAY_TOKEN: the token has 4 bytes"),
+            "{e}"
+        );
+        let missing = dir.path().join("nope");
+        let args = parse(&["--token-file", missing.to_str().unwrap()]).unwrap();
+        let e = format!("{:#}", args.server_config(None, "bkt").unwrap_err());
+        assert!(e.contains("cannot read the token file"), "{e}");
     }
 
     #[test]

@@ -43,7 +43,9 @@
 //! | `body.rs` | a request body read in pieces as it arrives, never whole |
 //! | `upload.rs` | media, multipart and XML uploads, streamed into the spool |
 //! | `answer.rs` | answers: the object resource built from what was written, refusals with their statuses |
-//! | `server.rs` | [`Connections`]: each connection over any byte stream, and graceful shutdown; the accept loop ([`serve`]) |
+//! | `server.rs` | [`Connections`]: each connection over any byte stream, and graceful shutdown; the accept loop ([`serve`]) with its bounds ([`ServerConfig`]) |
+//! | `auth.rs` | [`Access`]: who may send requests (browsers refused, loopback `Host` names, a bearer [`Token`]), checked before the handler |
+//! | `timeout_io.rs` | a connection's byte stream whose reads and writes time out without progress (`--body-timeout`) |
 //! | `metrics.rs` | [`RelayMetrics`]: the relay's request counters, in the spool's registry |
 //! | `cli.rs` | the `spool-relay` command line (`cli::main`; feature `cli`, on by default) |
 
@@ -51,6 +53,7 @@
 #![forbid(unsafe_code)]
 
 mod answer;
+pub mod auth;
 mod body;
 #[cfg(feature = "cli")]
 pub mod cli;
@@ -61,9 +64,14 @@ mod relay;
 mod resumable;
 mod server;
 mod sessions;
+mod timeout_io;
 mod upload;
 
 pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
+pub use auth::{Access, Token};
 pub use metrics::RelayMetrics;
 pub use relay::{MULTIPART_OVERHEAD_BYTES, Relay, RelayConfig};
-pub use server::{Connections, serve};
+pub use server::{
+    Connections, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS, HEADER_READ_TIMEOUT, ServerConfig,
+    serve, serve_with,
+};

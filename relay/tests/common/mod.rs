@@ -45,6 +45,53 @@ pub fn fail_writes(fake: &FakeGcs) {
     fake.add_faults(plan.unwrap()).unwrap();
 }
 
+/// A relay writing to `store` with no server and no drainer, for tests that feed
+/// `relay::Connections` in-memory streams (under paused time): the relay, its spool
+/// and the spool's directory (deleted when dropped).
+pub async fn relay_without_server(
+    store: Arc<dyn ObjectStore>,
+) -> (Relay, Spool, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::open(dir.path(), SpoolConfig::default())
+        .await
+        .unwrap();
+    let uploader = Uploader::new(spool.clone(), Remote::new(store), UploaderConfig::default());
+    let config = RelayConfig {
+        max_object_bytes: 1 << 20,
+        ..RelayConfig::new(BUCKET)
+    };
+    let relay = Relay::new(config, uploader, Arc::new(SystemClock));
+    (relay, spool, dir)
+}
+
+/// Files in the spool's `entries/` (entries and temporary files alike).
+pub fn entry_files(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir.join(spool::layout::ENTRIES_DIR))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Sends raw HTTP/1.1 `request` bytes over an in-memory connection served by
+/// `connections`, then half-closes when `close_after` is set; the bytes the relay
+/// sends back until it closes the connection.
+pub async fn exchange(
+    connections: &relay::Connections,
+    request: &[u8],
+    close_after: bool,
+) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (mut client, server) = tokio::io::duplex(1 << 16);
+    connections.serve_connection(server);
+    client.write_all(request).await.unwrap();
+    if close_after {
+        client.shutdown().await.unwrap();
+    }
+    let mut answer = Vec::new();
+    let _ = client.read_to_end(&mut answer).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
 /// A relay on a real loopback port, and what a test inspects of it.
 pub struct Harness {
     /// `http://127.0.0.1:PORT` of the relay.

@@ -1,0 +1,231 @@
+//! The `spool-relay` binary as users run it. Stopped with SIGTERM while an upload is
+//! in flight, it stops accepting at once, lets the upload finish and answers it
+//! (within `--shutdown-grace`), and exits 0: the upstream is the fake, in-process,
+//! behind a proxy that holds every answer at a gate, so the test decides when the
+//! upload completes; nothing waits on a clock. Given a relative `--dir` that does
+//! not exist yet, it creates it.
+
+mod common;
+
+use std::io::BufRead as _;
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use common::{BUCKET, PATIENCE, encode, outcome, real_fake, stored};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, mpsc, watch};
+
+/// A TCP proxy to `upstream` that passes requests on at once and holds every answer
+/// until the gate opens: the permits count connections whose first bytes arrived.
+async fn gated_proxy(upstream: SocketAddr) -> (SocketAddr, Arc<Semaphore>, watch::Sender<bool>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let arrived = Arc::new(Semaphore::new(0));
+    let (gate, opened) = watch::channel(false);
+    let arrivals = arrived.clone();
+    tokio::spawn(async move {
+        loop {
+            let (client, _) = listener.accept().await.unwrap();
+            let server = TcpStream::connect(upstream).await.unwrap();
+            let (mut from_client, mut to_client) = client.into_split();
+            let (mut from_server, mut to_server) = server.into_split();
+            let arrivals = arrivals.clone();
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut first = vec![0u8; 1 << 16];
+                let n = from_client.read(&mut first).await.unwrap_or(0);
+                if n > 0 {
+                    arrivals.add_permits(1);
+                }
+                to_server.write_all(&first[..n]).await.unwrap();
+                let _ = tokio::io::copy(&mut from_client, &mut to_server).await;
+            });
+            let mut opened = opened.clone();
+            tokio::spawn(async move {
+                let _ = opened.wait_for(|open| *open).await;
+                let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+            });
+        }
+    });
+    (addr, arrived, gate)
+}
+
+/// The relay process, killed if the test ends before it exits (so that a failed
+/// test does not leave it running, nor the log reader waiting on it).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// The relay's log lines (its standard output), as they come; the channel closes
+/// when the process has closed its output (it exited).
+fn log_lines(child: &mut Child) -> mpsc::UnboundedReceiver<String> {
+    let stdout = child.stdout.take().unwrap();
+    let (lines, rx) = mpsc::unbounded_channel();
+    tokio::task::spawn_blocking(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The first log line containing `text`, waiting for it.
+async fn line_with(log: &mut mpsc::UnboundedReceiver<String>, text: &str) -> String {
+    let wait = async {
+        while let Some(line) = log.recv().await {
+            if line.contains(text) {
+                return line;
+            }
+        }
+        panic!("spool-relay's log ended without a line with {text:?}");
+    };
+    tokio::time::timeout(PATIENCE, wait)
+        .await
+        .unwrap_or_else(|_| panic!("no log line with {text:?}"))
+}
+
+/// Starts `spool-relay` in `cwd` with `args` (and a loopback port of its choosing);
+/// the running process, its log, and the address it listens on.
+async fn start(
+    cwd: &std::path::Path,
+    args: &[&str],
+) -> (Running, mpsc::UnboundedReceiver<String>, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_spool-relay"))
+        .current_dir(cwd)
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .env_remove("STORAGE_EMULATOR_HOST")
+        .env_remove(relay::auth::TOKEN_ENV)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut relay = Running(child);
+    let mut log = log_lines(&mut relay.0);
+    let listening = line_with(&mut log, "spool-relay listening").await;
+    let addr = listening
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("addr="))
+        .expect("the listening line names its address")
+        .to_string();
+    (relay, log, addr)
+}
+
+/// Sends SIGTERM to `relay`.
+fn terminate(relay: &Running) {
+    let term = Command::new("kill")
+        .args(["-TERM", &relay.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+}
+
+/// Waits until `relay` has exited (its log closes), then its exit status.
+async fn exited(
+    mut relay: Running,
+    log: &mut mpsc::UnboundedReceiver<String>,
+) -> std::process::ExitStatus {
+    let rest = async { while log.recv().await.is_some() {} };
+    tokio::time::timeout(PATIENCE, rest)
+        .await
+        .expect("spool-relay exits");
+    relay.0.wait().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relative_dir_that_does_not_exist_yet_is_created() {
+    // What broke: the spool created each missing ancestor of "new/spool/entries"
+    // down from the empty path, which fails (ENOENT), so the relay did not start.
+    let cwd = tempfile::tempdir().unwrap();
+    let (relay, mut log, _) = start(
+        cwd.path(),
+        &[
+            "--dir",
+            "new/spool",
+            "--upstream",
+            "memory://",
+            "--bucket",
+            BUCKET,
+        ],
+    )
+    .await;
+    assert!(cwd.path().join("new/spool/entries").is_dir());
+    terminate(&relay);
+    assert!(exited(relay, &mut log).await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_the_upload_in_flight_finish_within_the_grace_and_exits_0() {
+    let (fake, fake_base) = real_fake().await;
+    let fake_addr: SocketAddr = fake_base.trim_start_matches("http://").parse().unwrap();
+    let (proxy, arrived, gate) = gated_proxy(fake_addr).await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = format!("gs://{BUCKET}");
+    let endpoint = format!("http://{proxy}");
+    let (mut relay, mut log, addr) = start(
+        dir.path(),
+        &[
+            "--dir",
+            "spool",
+            "--upstream",
+            &upstream,
+            "--endpoint",
+            &endpoint,
+            "--shutdown-grace",
+            "5m",
+        ],
+    )
+    .await;
+
+    let url = format!(
+        "http://{addr}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&ifGenerationMatch=0&name={}",
+        encode("in flight")
+    );
+    let upload = tokio::spawn(reqwest::Client::new().post(url).body("in flight").send());
+    tokio::time::timeout(PATIENCE, arrived.acquire())
+        .await
+        .expect("the upload reaches the upstream")
+        .unwrap()
+        .forget();
+
+    terminate(&relay);
+    line_with(&mut log, "stopped accepting; finishing requests in flight").await;
+    assert!(
+        TcpStream::connect(&addr).await.is_err(),
+        "a connection was accepted after SIGTERM"
+    );
+    assert!(
+        relay.0.try_wait().unwrap().is_none(),
+        "spool-relay exited with an upload in flight"
+    );
+
+    gate.send(true).unwrap();
+    let response = tokio::time::timeout(PATIENCE, upload)
+        .await
+        .expect("the upload in flight is answered")
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(outcome(&response), "stored");
+    assert_eq!(
+        stored(&fake, "in flight").as_deref(),
+        Some(&b"in flight"[..])
+    );
+
+    line_with(&mut log, "spool-relay stopped").await;
+    let status = exited(relay, &mut log).await;
+    assert!(status.success(), "spool-relay exited with {status}");
+}
