@@ -89,6 +89,49 @@ pub struct Summary {
     pub dead_letters: u64,
 }
 
+/// What a spool directory holds as its bounds count it: the entries in `entries/`
+/// and the set-aside entries `requeue` could bring back, in files and bytes. The
+/// maintenance commands open a spool with bounds no lower than this.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Entry files, pending and set aside.
+    pub files: u64,
+    /// Their total size (pending entries as their names say, set-aside ones as the
+    /// file system does).
+    pub bytes: u64,
+}
+
+/// What the spool in `dir` holds ([`Held`]); nothing when `dir` is not a spool yet.
+pub fn held(dir: &Path) -> io::Result<Held> {
+    if !dir.join(ENTRIES_DIR).is_dir() {
+        return Ok(Held::default());
+    }
+    let pending = summary(dir)?;
+    let mut held = Held {
+        files: pending.entries,
+        bytes: pending.entry_bytes,
+    };
+    for (sub, note_suffix) in [
+        (QUARANTINE_DIR, REASON_SUFFIX),
+        (DEAD_LETTER_DIR, ERROR_SUFFIX),
+    ] {
+        let sub = dir.join(sub);
+        for file in file_names(&sub)?
+            .iter()
+            .filter(|f| !f.ends_with(note_suffix))
+        {
+            let bytes = match std::fs::metadata(sub.join(file)) {
+                Ok(meta) => meta.len(),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            held.files += 1;
+            held.bytes += bytes;
+        }
+    }
+    Ok(held)
+}
+
 fn entries_dir(dir: &Path) -> io::Result<PathBuf> {
     let entries_dir = dir.join(ENTRIES_DIR);
     if !entries_dir.is_dir() {

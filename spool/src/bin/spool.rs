@@ -2,7 +2,11 @@
 //!
 //! `stat`, `ls`, `verify` and `cat` only read: safe on a live spool, no lock taken.
 //! `requeue` and `drain` change the spool, so they take its lock and refuse, saying
-//! so, when a running service holds it.
+//! so, when a running service holds it. They open it with bounds no lower than what
+//! the directory holds (entries and set-aside entries: `inspect::held`), whatever
+//! bounds the service ran with: they add no bytes to the disk (`requeue` renames
+//! files back), so the service's `max_bytes` is not theirs to enforce, and a spool
+//! larger than the library's defaults is not refused as full.
 //!
 //! Exit codes: 0 done; 1 done, with findings (corrupt entries, files not requeued,
 //! entries left or set aside by a drain); 2 usage, I/O or store error; 3 the spool is
@@ -337,19 +341,27 @@ fn cat(dir: &Path, seq: u64, place: Place) -> Outcome {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Opens the spool for a command that changes it; a held lock is exit code 3.
+/// Opens the spool for a command that changes it, with bounds no lower than what it
+/// holds (see the module's documentation); a held lock is exit code 3.
 async fn open_locked(dir: &Path) -> Result<Spool, (u8, String)> {
-    Spool::open(dir, SpoolConfig::default())
-        .await
-        .map_err(|e| match e {
-            OpenError::Locked { .. } => (
-                LOCKED,
-                format!(
-                    "{e} (a running service holds it: stop the service, or use its own drainer)"
-                ),
-            ),
-            other => io_error(other),
-        })
+    // Absolute first: the spool creates missing parents and syncs each one's
+    // parent, and a relative path's last ancestor is the empty path.
+    let dir = std::path::absolute(dir)
+        .map_err(|e| io_error(format!("cannot resolve {}: {e}", dir.display())))?;
+    let held = inspect::held(&dir).map_err(|e| io_error(format!("{}: {e}", dir.display())))?;
+    let defaults = SpoolConfig::default();
+    let config = SpoolConfig {
+        max_files: defaults.max_files.max(held.files),
+        max_bytes: defaults.max_bytes.max(held.bytes),
+        ..defaults
+    };
+    Spool::open(&dir, config).await.map_err(|e| match e {
+        OpenError::Locked { .. } => (
+            LOCKED,
+            format!("{e} (a running service holds it: stop the service, or use its own drainer)"),
+        ),
+        other => io_error(other),
+    })
 }
 
 async fn requeue(dir: &Path, from: From, seqs: Option<&[u64]>, json_out: bool) -> Outcome {
