@@ -176,10 +176,9 @@ impl Access {
                     status: 401,
                     message: format!(
                         "spool-relay requires a token and {why}. Give the client the token \
-                         the relay was started with (--token-file or {TOKEN_ENV}) as an OAuth \
-                         access token: Node authClient with setCredentials({{access_token}}) \
-                         and useAuthWithCustomEndpoint: true; Python \
-                         google.oauth2.credentials.Credentials(token=...)."
+                         the relay was started with (--token-file or {TOKEN_ENV}) as its OAuth \
+                         access token: docs/relay.md, \"Who can write through the relay\", \
+                         shows the Node and Python settings."
                     ),
                 });
             }
