@@ -16,7 +16,8 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`report`] | time series, `report.json`/`.md`, CSV, charts, sweeps, the planner |
+//! | [`report`] | time series, `report.json`/`.md`, CSV, charts, sweep distributions, the planner |
+//! | [`sweep`] | seeds x variants as independent runs: shards, results locations, merge |
 //! | [`checker`] | the invariants, judged from the ledger, the bucket and the inventories |
 //! | [`world`] | the turmoil world: hosts, events, stepping, wind-down, inventories |
 //! | [`hosts`] | the hosts: app (producer), relay, the fake; one boot of a host with a spool; what they share with the world |
@@ -46,5 +47,6 @@ pub mod report;
 pub mod scenario;
 pub mod seed;
 pub mod simdisk;
+pub mod sweep;
 pub mod workload;
 pub mod world;

@@ -1,374 +1,407 @@
-//! Parameter sweeps: run one scenario with one or more keys set to each of several
-//! values (several `--set` make a grid), on all cores, and summarize the variants in
-//! `sweep.md`, `sweep.csv` and a chart of the figure of interest against the swept
-//! value.
+//! A sweep's report: for every variant, the distribution of its runs' figures
+//! (p50, p90, p99 and the maximum, with the seed of the maximum so it can be
+//! replayed alone), the chance of filling the spool as a function of its size, the
+//! `max_bytes` that keeps that chance under a target, and every finding (a run that
+//! failed an invariant or could not run) with the command that replays it.
 //!
-//! A key is a dotted path into the scenario file (`spool.max_bytes`,
-//! `workload.rate`, `drainer.workers`, `drainer.jitter`); each value is parsed as a
-//! TOML value (`64`, `0.5`, `true`), or taken as a string when it is not one
-//! (`full`, `"5 MiB"`). Each variant is a complete scenario run with its own report.
+//! Files: `sweep.md`, `sweep.json`, `runs.csv` (one row per run), `overflow.png`
+//! (chance of overflow against disk size, a line per variant) and, when variants
+//! set a key, `sweep.png` (a figure's median against the first key). Everything is
+//! a function of the merged results: a sweep merged from shards writes the same
+//! bytes as the same sweep run in one process.
+//!
+//! The overflow curve reads each run's peak bytes as the disk that run needed: true
+//! when the scenario's `max_bytes` did not refuse writes in that run; runs where it
+//! did are counted, and the report says how many.
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::Mutex;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
+use serde::Serialize;
 
-use crate::report::Report;
-use crate::report::pipeline;
-use crate::scenario::{self, Scenario};
-use crate::world::Options;
+use crate::sweep::{Figures, Outcome, RunResult};
 
-/// One `--set KEY=V1,V2,...`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SetArg {
-    /// Dotted key.
-    pub key: String,
-    /// Values, as TOML.
-    pub values: Vec<toml::Value>,
-}
-
-/// Parses `KEY=V1,V2,...`.
-pub fn parse_set(arg: &str) -> anyhow::Result<SetArg> {
-    let Some((key, values)) = arg.split_once('=') else {
-        bail!("--set {arg:?}: expected KEY=VALUE[,VALUE...], e.g. drainer.jitter=none,full");
-    };
-    let key = key.trim();
-    if key.is_empty() || key.split('.').any(str::is_empty) {
-        bail!("--set {arg:?}: {key:?} is not a dotted key such as spool.max_bytes");
-    }
-    let values: Vec<toml::Value> = values.split(',').map(|v| parse_value(v.trim())).collect();
-    if values.iter().any(|v| v.as_str() == Some("")) {
-        bail!("--set {arg:?}: empty value");
-    }
-    Ok(SetArg {
-        key: key.to_string(),
-        values,
-    })
-}
-
-/// A TOML value if `text` is one, else the text as a string.
-fn parse_value(text: &str) -> toml::Value {
-    format!("v = {text}")
-        .parse::<toml::Table>()
-        .ok()
-        .and_then(|mut t| t.remove("v"))
-        .unwrap_or_else(|| toml::Value::String(text.trim_matches('"').to_string()))
-}
-
-/// How a value is shown in names and tables: `full`, `64`, `5 MiB`.
-pub fn value_text(value: &toml::Value) -> String {
-    match value {
-        toml::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// One variant: the values it sets, and its scenario.
-#[derive(Debug, Clone)]
-pub struct Variant {
-    /// (key, value) pairs, in `--set` order.
-    pub settings: Vec<(String, toml::Value)>,
-    /// The scenario with them applied.
-    pub scenario: Scenario,
-}
-
-impl Variant {
-    /// `drainer.jitter=full,workload.rate=50`.
-    pub fn label(&self) -> String {
-        self.settings
-            .iter()
-            .map(|(k, v)| format!("{k}={}", value_text(v)))
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    /// A folder name for its report.
-    pub fn dir_name(&self) -> String {
-        self.label()
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "-_.=".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    }
-}
-
-/// Every combination of the `sets`, applied to the scenario file `text`.
-pub fn variants(file: &str, text: &str, sets: &[SetArg]) -> anyhow::Result<Vec<Variant>> {
-    if sets.is_empty() {
-        bail!("give at least one --set KEY=V1,V2,...");
-    }
-    let base: toml::Table = text
-        .parse()
-        .with_context(|| format!("cannot parse {file}"))?;
-    let mut combos: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
-    for set in sets {
-        combos = combos
-            .into_iter()
-            .flat_map(|combo| {
-                set.values.iter().map(move |v| {
-                    let mut next = combo.clone();
-                    next.push((set.key.clone(), v.clone()));
-                    next
-                })
-            })
-            .collect();
-    }
-    combos
-        .into_iter()
-        .map(|settings| {
-            let mut table = base.clone();
-            for (key, value) in &settings {
-                set_key(&mut table, key, value.clone())?;
-            }
-            let text = toml::to_string(&table)?;
-            let label = settings
-                .iter()
-                .map(|(k, v)| format!("{k}={}", value_text(v)))
-                .collect::<Vec<_>>()
-                .join(",");
-            let scenario = scenario::parse(&format!("{file} with {label}"), &text)
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            Ok(Variant { settings, scenario })
-        })
-        .collect()
-}
-
-fn set_key(table: &mut toml::Table, key: &str, value: toml::Value) -> anyhow::Result<()> {
-    let mut parts: Vec<&str> = key.split('.').collect();
-    let last = parts.pop().expect("keys are non-empty");
-    let mut current = table;
-    for part in parts {
-        let entry = current
-            .entry(part.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        current = entry
-            .as_table_mut()
-            .with_context(|| format!("--set {key}: {part} is not a table"))?;
-    }
-    current.insert(last.to_string(), value);
-    Ok(())
-}
-
-/// A variant's outcome.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// The variant.
-    pub label: String,
-    /// Its report's folder, inside the sweep's.
-    pub dir: String,
-    /// Its settings.
-    pub settings: Vec<(String, toml::Value)>,
-    /// Its report.
-    pub report: Report,
-    /// Wall seconds it took.
-    pub wall_seconds: f64,
-}
-
-/// Runs every variant on up to `jobs` threads (each simulation is single-threaded
-/// and deterministic; threads only run different variants side by side). Reports go
-/// to `dir/<variant>/`; the summary to `dir/sweep.*`.
-pub fn run(
-    dir: &Path,
-    variants: Vec<Variant>,
-    jobs: usize,
-    metric: &str,
-) -> anyhow::Result<Vec<Outcome>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let queue = Mutex::new(variants.into_iter().enumerate().collect::<Vec<_>>());
-    let results: Mutex<Vec<(usize, anyhow::Result<Outcome>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            scope.spawn(|| {
-                loop {
-                    let Some((i, variant)) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop()
-                    else {
-                        return;
-                    };
-                    let label = variant.label();
-                    let dir_name = variant.dir_name();
-                    let out = dir.join(&dir_name);
-                    eprintln!("sweep: running {label}");
-                    let settings = variant.settings.clone();
-                    let result = pipeline::run(variant.scenario, &out, Options::default(), true)
-                        .map(|f| Outcome {
-                            label: label.clone(),
-                            dir: dir_name,
-                            settings,
-                            report: f.report,
-                            wall_seconds: f.timing.wall_seconds,
-                        })
-                        .with_context(|| format!("variant {label}"));
-                    results
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .push((i, result));
-                }
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    results.sort_by_key(|(i, _)| *i);
-    let outcomes = results
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    write_summary(dir, &outcomes, metric)?;
-    Ok(outcomes)
-}
-
-/// The figures a sweep can chart, by name.
+/// The figures a sweep summarizes, by name, and the one charted against a key.
 pub const METRICS: &[&str] = &[
-    "drain_seconds",
     "peak_files",
     "peak_bytes",
     "peak_oldest_age_seconds",
+    "drain_seconds",
     "rejected",
-    "store_requests",
-    "store_shed",
-    "duplicates",
 ];
 
-/// The value of `metric` in `report` (`None` when it has none, such as a drain that
-/// never finished).
-pub fn metric_value(report: &Report, metric: &str) -> Option<f64> {
+/// The value of `metric` in a run's figures: `drain_seconds` is infinite when the
+/// spool never emptied.
+pub fn metric_value(figures: &Figures, metric: &str) -> Option<f64> {
     Some(match metric {
-        "drain_seconds" => report.drain_seconds?,
-        "peak_files" => report.peak_files as f64,
-        "peak_bytes" => report.peak_bytes as f64,
-        "peak_oldest_age_seconds" => report.peak_oldest_age_seconds,
-        "rejected" => report.tally.told.rejected as f64,
-        "store_requests" => report.store.requests as f64,
-        "store_shed" => report.store.shed as f64,
-        "duplicates" => report.tally.duplicates_avoided as f64,
+        "peak_files" => figures.peak_files as f64,
+        "peak_bytes" => figures.peak_bytes as f64,
+        "peak_oldest_age_seconds" => figures.peak_oldest_age_seconds,
+        "drain_seconds" => figures.drain_seconds.unwrap_or(f64::INFINITY),
+        "rejected" => figures.rejected as f64,
         _ => return None,
     })
 }
 
-fn write_summary(dir: &Path, outcomes: &[Outcome], metric: &str) -> anyhow::Result<()> {
-    let header = "variant,passed,writes,stored,spooled,rejected,lost,peak_files,peak_bytes,peak_oldest_age_seconds,drain_seconds,store_requests,store_shed,duplicates";
-    let mut csv = format!("{header}\n");
-    let mut md = String::from(
-        "# Sweep\n\n| variant | passed | writes | refused | lost | peak files | peak bytes | oldest age (s) | drain (s) | store requests | shed |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
-    for o in outcomes {
-        let r = &o.report;
-        let drain = r
-            .drain_seconds
-            .map(|d| format!("{d}"))
-            .unwrap_or_else(|| "never".into());
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            o.label,
-            r.passed,
-            r.tally.told.writes,
-            r.tally.told.stored,
-            r.tally.told.spooled,
-            r.tally.told.rejected,
-            r.tally.lost,
-            r.peak_files,
-            r.peak_bytes,
-            r.peak_oldest_age_seconds,
-            drain,
-            r.store.requests,
-            r.store.shed,
-            r.tally.duplicates_avoided
-        );
-        let _ = writeln!(
-            md,
-            "| [{}]({}/report.md) | {} | {} | {} | {} | {} | {} | {:.0} | {drain} | {} | {} |",
-            o.label,
-            o.dir,
-            if r.passed { "yes" } else { "**no**" },
-            r.tally.told.writes,
-            r.tally.told.rejected,
-            r.tally.lost,
-            r.peak_files,
-            spool::format::bytes(r.peak_bytes),
-            r.peak_oldest_age_seconds,
-            r.store.requests,
-            r.store.shed
-        );
-    }
-    std::fs::write(dir.join("sweep.csv"), csv).context("cannot write sweep.csv")?;
-    if let Some((file, title)) = chart(dir, outcomes, metric)? {
-        let _ = writeln!(md, "\n![{title}]({file})");
-    }
-    std::fs::write(dir.join("sweep.md"), md).context("cannot write sweep.md")?;
-    Ok(())
+/// A figure's distribution over one variant's runs.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Percentiles {
+    /// Median (nearest rank).
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// The largest value.
+    pub max: f64,
+    /// The seed of the run with the largest value (the first such seed).
+    pub max_seed: u64,
 }
 
-/// `metric` against the first swept key, one line per value of the other keys.
-fn chart(
+/// One variant's summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantSummary {
+    /// Its label.
+    pub variant: String,
+    /// Runs that ran to the end.
+    pub runs: usize,
+    /// Runs that failed an invariant or could not run.
+    pub findings: usize,
+    /// Runs whose `max_bytes` refused writes (their peak is the cap, not the need).
+    pub capped: usize,
+    /// Each figure's distribution, by name (see [`METRICS`]).
+    pub figures: std::collections::BTreeMap<&'static str, Percentiles>,
+    /// The smallest `max_bytes` that the target share of runs at most would have
+    /// overflowed.
+    pub max_bytes_for_target: Option<u64>,
+}
+
+/// The report's JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepSummary {
+    /// The sweep's identity.
+    pub sweep: crate::sweep::SweepId,
+    /// The overflow target (a share of runs, 0.01 for 1%).
+    pub target_overflow: f64,
+    /// Per variant.
+    pub variants: Vec<VariantSummary>,
+    /// Every finding: (variant, seed, what, replay command).
+    pub findings: Vec<Finding>,
+}
+
+/// A run that failed an invariant or could not run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// Its variant.
+    pub variant: String,
+    /// Its seed.
+    pub seed: u64,
+    /// What went wrong.
+    pub what: String,
+    /// The command that replays it alone.
+    pub replay: String,
+}
+
+/// Writes the report of the merged `results` into `dir`; returns its summary.
+pub fn write(
     dir: &Path,
-    outcomes: &[Outcome],
-    metric: &str,
+    results: &[RunResult],
+    target_overflow: f64,
+) -> anyhow::Result<SweepSummary> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let summary = summarize(results, target_overflow);
+    let json = serde_json::to_string_pretty(&summary)? + "\n";
+    std::fs::write(dir.join("sweep.json"), json).context("cannot write sweep.json")?;
+    std::fs::write(dir.join("runs.csv"), runs_csv(results)).context("cannot write runs.csv")?;
+    let mut charts = Vec::new();
+    charts.extend(overflow_chart(dir, &summary, results)?);
+    charts.extend(metric_chart(dir, &summary)?);
+    std::fs::write(dir.join("sweep.md"), markdown(&summary, &charts))
+        .context("cannot write sweep.md")?;
+    Ok(summary)
+}
+
+/// The summary of `results` (merged, in the sweep's order).
+pub fn summarize(results: &[RunResult], target_overflow: f64) -> SweepSummary {
+    let sweep = results[0].sweep.clone();
+    let variants = (0..sweep.variants.len())
+        .map(|v| {
+            let runs: Vec<&RunResult> = results.iter().filter(|r| r.variant == v).collect();
+            variant_summary(&sweep.variants[v], &runs, target_overflow)
+        })
+        .collect();
+    let findings = results
+        .iter()
+        .filter_map(|r| {
+            let what = match &r.outcome {
+                Outcome::Passed => return None,
+                Outcome::Failed { invariants } => invariants.join("; "),
+                Outcome::Error { message } => message.clone(),
+            };
+            Some(Finding {
+                variant: sweep.variants[r.variant].clone(),
+                seed: r.seed,
+                what,
+                replay: r.replay.clone(),
+            })
+        })
+        .collect();
+    SweepSummary {
+        sweep,
+        target_overflow,
+        variants,
+        findings,
+    }
+}
+
+fn variant_summary(label: &str, runs: &[&RunResult], target: f64) -> VariantSummary {
+    let ran: Vec<(u64, &Figures)> = runs
+        .iter()
+        .filter_map(|r| r.figures.as_ref().map(|f| (r.seed, f)))
+        .collect();
+    let figures = METRICS
+        .iter()
+        .filter_map(|&m| percentiles(&ran, m).map(|p| (m, p)))
+        .collect();
+    let mut peaks: Vec<u64> = ran.iter().map(|(_, f)| f.peak_bytes).collect();
+    peaks.sort_unstable();
+    VariantSummary {
+        variant: label.to_string(),
+        runs: ran.len(),
+        findings: runs.iter().filter(|r| r.is_finding()).count(),
+        capped: ran.iter().filter(|(_, f)| f.rejected > 0).count(),
+        figures,
+        max_bytes_for_target: quantile(&peaks, 1.0 - target),
+    }
+}
+
+/// Nearest-rank quantile `q` (0 < q <= 1) of sorted `values`.
+fn quantile<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (q * sorted.len() as f64).ceil().max(1.0) as usize;
+    Some(sorted[rank.min(sorted.len()) - 1])
+}
+
+fn percentiles(ran: &[(u64, &Figures)], metric: &str) -> Option<Percentiles> {
+    let mut values: Vec<(f64, u64)> = ran
+        .iter()
+        .filter_map(|(seed, f)| metric_value(f, metric).map(|v| (v, *seed)))
+        .collect();
+    values.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let sorted: Vec<f64> = values.iter().map(|(v, _)| *v).collect();
+    let max = *sorted.last()?;
+    let max_seed = values.iter().find(|(v, _)| *v == max)?.1;
+    Some(Percentiles {
+        p50: quantile(&sorted, 0.5)?,
+        p90: quantile(&sorted, 0.9)?,
+        p99: quantile(&sorted, 0.99)?,
+        max,
+        max_seed,
+    })
+}
+
+/// The chance that a spool of `size` bytes overflows: the share of runs whose peak
+/// was above it.
+pub fn overflow_chance(sorted_peaks: &[u64], size: u64) -> f64 {
+    if sorted_peaks.is_empty() {
+        return 0.0;
+    }
+    let above = sorted_peaks.len() - sorted_peaks.partition_point(|&p| p <= size);
+    above as f64 / sorted_peaks.len() as f64
+}
+
+fn runs_csv(results: &[RunResult]) -> String {
+    let mut csv = String::from(
+        "variant,seed,outcome,writes,rejected,lost,peak_files,peak_bytes,peak_oldest_age_seconds,drain_seconds,max_bytes\n",
+    );
+    for r in results {
+        let outcome = match r.outcome {
+            Outcome::Passed => "passed",
+            Outcome::Failed { .. } => "failed",
+            Outcome::Error { .. } => "error",
+        };
+        let _ = write!(
+            csv,
+            "\"{}\",{},{outcome}",
+            r.sweep.variants[r.variant], r.seed
+        );
+        match &r.figures {
+            Some(f) => {
+                let drain = f
+                    .drain_seconds
+                    .map_or("never".to_string(), |d| d.to_string());
+                let _ = writeln!(
+                    csv,
+                    ",{},{},{},{},{},{},{drain},{}",
+                    f.writes,
+                    f.rejected,
+                    f.lost,
+                    f.peak_files,
+                    f.peak_bytes,
+                    f.peak_oldest_age_seconds,
+                    f.max_bytes
+                );
+            }
+            None => csv.push_str(",,,,,,,,\n"),
+        }
+    }
+    csv
+}
+
+fn overflow_chart(
+    dir: &Path,
+    summary: &SweepSummary,
+    results: &[RunResult],
 ) -> anyhow::Result<Option<(String, String)>> {
-    let Some(first) = outcomes.first() else {
+    let mut lines = Vec::new();
+    for (v, variant) in summary.variants.iter().enumerate() {
+        let mut peaks: Vec<u64> = (results.iter())
+            .filter(|r| r.variant == v)
+            .filter_map(|r| r.figures.map(|f| f.peak_bytes))
+            .collect();
+        peaks.sort_unstable();
+        peaks.dedup();
+        let mut all: Vec<u64> = (results.iter())
+            .filter(|r| r.variant == v)
+            .filter_map(|r| r.figures.map(|f| f.peak_bytes))
+            .collect();
+        all.sort_unstable();
+        let points: Vec<(f64, f64)> = std::iter::once(0)
+            .chain(peaks)
+            .map(|size| (size as f64, 100.0 * overflow_chance(&all, size)))
+            .collect();
+        lines.push((variant.variant.clone(), points));
+    }
+    if lines.iter().all(|(_, p)| p.len() < 2) {
+        return Ok(None);
+    }
+    let title = format!(
+        "Chance of overflow against disk size ({})",
+        summary.sweep.scenario
+    );
+    let chart = super::charts::SweepChart {
+        file: "overflow.png",
+        title: &title,
+        x_label: "spool max_bytes (bytes)",
+        y_label: "runs that would overflow (%)",
+        categories: &[],
+    };
+    super::charts::render_sweep(dir, &chart, &lines).map(Some)
+}
+
+/// The median of the figure `peak_bytes` against the first swept key, when the
+/// variants set one and its values are numbers.
+fn metric_chart(dir: &Path, summary: &SweepSummary) -> anyhow::Result<Option<(String, String)>> {
+    let labels: Vec<&str> = summary
+        .variants
+        .iter()
+        .map(|v| v.variant.as_str())
+        .collect();
+    let points: Option<Vec<(f64, f64)>> = labels
+        .iter()
+        .zip(&summary.variants)
+        .map(|(label, v)| {
+            let first = label.split(',').next()?;
+            let value: f64 = first.split_once('=')?.1.parse().ok()?;
+            Some((value, v.figures.get("peak_bytes")?.p50))
+        })
+        .collect();
+    let Some(points) = points.filter(|p| p.len() > 1) else {
         return Ok(None);
     };
-    let key = first.settings[0].0.clone();
-    // x: the first key's value when numeric, else its position among the values.
-    let mut categories: Vec<String> = Vec::new();
-    for o in outcomes {
-        let text = value_text(&o.settings[0].1);
-        if !categories.contains(&text) {
-            categories.push(text);
-        }
-    }
-    let numeric = outcomes
-        .iter()
-        .all(|o| o.settings[0].1.as_integer().is_some() || o.settings[0].1.as_float().is_some());
-    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    for o in outcomes {
-        let rest = o.settings[1..]
-            .iter()
-            .map(|(k, v)| format!("{k}={}", value_text(v)))
-            .collect::<Vec<_>>()
-            .join(",");
-        let name = if rest.is_empty() {
-            metric.to_string()
-        } else {
-            rest
-        };
-        let v = &o.settings[0].1;
-        let x = if numeric {
-            v.as_integer()
-                .map(|i| i as f64)
-                .or(v.as_float())
-                .unwrap_or(0.0)
-        } else {
-            categories
-                .iter()
-                .position(|c| *c == value_text(v))
-                .unwrap_or(0) as f64
-        };
-        let Some(y) = metric_value(&o.report, metric) else {
-            continue;
-        };
-        match lines.iter_mut().find(|(n, _)| *n == name) {
-            Some((_, points)) => points.push((x, y)),
-            None => lines.push((name, vec![(x, y)])),
-        }
-    }
-    if lines.is_empty() {
-        return Ok(None);
-    }
-    let title = format!("{metric} by {key}");
-    let chart = crate::report::charts::SweepChart {
+    let key = labels[0].split('=').next().unwrap_or_default().to_string();
+    let title = format!("Median peak bytes by {key}");
+    let chart = super::charts::SweepChart {
         file: "sweep.png",
         title: &title,
         x_label: &key,
-        y_label: metric,
-        categories: if numeric { &[] } else { &categories },
+        y_label: "peak bytes (median)",
+        categories: &[],
     };
-    crate::report::charts::render_sweep(dir, &chart, &lines).map(Some)
+    let lines = [("p50 peak bytes".to_string(), points)];
+    super::charts::render_sweep(dir, &chart, &lines).map(Some)
+}
+
+fn markdown(summary: &SweepSummary, charts: &[(String, String)]) -> String {
+    let id = &summary.sweep;
+    let mut md = format!(
+        "# Sweep of {}\n\n{} variant(s) x seeds {}..={}: {} runs. Scenario hash {}; {}.\n\n",
+        id.scenario,
+        id.variants.len(),
+        id.seeds[0],
+        id.seeds[1],
+        id.runs(),
+        id.scenario_hash,
+        id.build
+    );
+    md.push_str("## Findings\n\n");
+    if summary.findings.is_empty() {
+        md.push_str("None: every run held every invariant.\n\n");
+    }
+    for f in &summary.findings {
+        let _ = writeln!(
+            md,
+            "- {} seed {}: {}. Replay: `{}`",
+            f.variant, f.seed, f.what, f.replay
+        );
+    }
+    for v in &summary.variants {
+        let _ = writeln!(
+            md,
+            "\n## {}\n\n{} runs, {} findings, {} refused writes at their cap.\n",
+            v.variant, v.runs, v.findings, v.capped
+        );
+        md.push_str(
+            "| figure | p50 | p90 | p99 | max | seed of max |\n|---|---:|---:|---:|---:|---:|\n",
+        );
+        for (name, p) in &v.figures {
+            let show = |x: f64| show_value(name, x);
+            let _ = writeln!(
+                md,
+                "| {name} | {} | {} | {} | {} | {} |",
+                show(p.p50),
+                show(p.p90),
+                show(p.p99),
+                show(p.max),
+                p.max_seed
+            );
+        }
+        match (v.max_bytes_for_target, v.capped) {
+            (Some(bytes), 0) => {
+                let _ = writeln!(
+                    md,
+                    "\nA spool of {} ({bytes} bytes) overflows in at most {}% of these runs.",
+                    spool::format::bytes(bytes),
+                    summary.target_overflow * 100.0
+                );
+            }
+            (_, capped) if capped > 0 => {
+                let _ = writeln!(
+                    md,
+                    "\n{capped} runs refused writes at the spool's caps: their peak is the cap, \
+                     not what the outage needed. To size a spool, sweep with caps above any \
+                     peak (`--set spool.max_bytes=... --set spool.max_files=...`)."
+                );
+            }
+            _ => {}
+        }
+    }
+    for (file, title) in charts {
+        let _ = writeln!(md, "\n![{title}]({file})");
+    }
+    md
+}
+
+fn show_value(metric: &str, x: f64) -> String {
+    match metric {
+        _ if x.is_infinite() => "never".to_string(),
+        "peak_bytes" => spool::format::bytes(x as u64),
+        "peak_oldest_age_seconds" | "drain_seconds" => format!("{x:.0} s"),
+        _ => format!("{x:.0}"),
+    }
 }
 
 #[cfg(test)]
@@ -376,68 +409,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn set_arguments_parse_values_as_toml_or_strings() {
-        let s = parse_set("drainer.jitter=none,full").unwrap();
-        assert_eq!(s.key, "drainer.jitter");
-        assert_eq!(
-            s.values,
-            ["none", "full"].map(|v| toml::Value::String(v.into()))
-        );
-        let s = parse_set("workload.rate = 10, 2.5").unwrap();
-        assert_eq!(
-            s.values,
-            [toml::Value::Integer(10), toml::Value::Float(2.5)]
-        );
-        let s = parse_set("spool.max_bytes=5 MiB,\"64KiB\"").unwrap();
-        assert_eq!(value_text(&s.values[0]), "5 MiB");
-        assert_eq!(value_text(&s.values[1]), "64KiB");
-        assert!(
-            parse_set("drainer.jitter")
-                .unwrap_err()
-                .to_string()
-                .contains("KEY=VALUE")
-        );
-        assert!(parse_set("a..b=1").is_err());
-        assert!(parse_set("a=1,,2").is_err());
-    }
-
-    const BASE: &str = r#"
-name = "t"
-seed = 1
-start = 2026-10-08T10:00:00Z
-duration = "10s"
-[workload]
-rate = 5
-size = "1KiB"
-"#;
-
-    #[test]
-    fn several_sets_make_a_grid_applied_to_the_scenario() {
-        let sets = [
-            parse_set("drainer.jitter=none,full").unwrap(),
-            parse_set("workload.rate=1,2,3").unwrap(),
-        ];
-        let v = variants("t.toml", BASE, &sets).unwrap();
-        assert_eq!(v.len(), 6);
-        assert_eq!(v[0].label(), "drainer.jitter=none,workload.rate=1");
-        assert_eq!(v[5].label(), "drainer.jitter=full,workload.rate=3");
-        assert_eq!(v[5].scenario.drainer.backoff.jitter, spool::Jitter::Full);
-        assert_eq!(v[5].scenario.workload.rate, 3.0);
-        assert_eq!(v[0].dir_name(), "drainer.jitter=none_workload.rate=1");
-    }
-
-    #[test]
-    fn a_bad_key_or_value_names_the_variant_and_the_field() {
-        let err =
-            variants("t.toml", BASE, &[parse_set("drainer.jiter=full").unwrap()]).unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("drainer.jiter=full") && text.contains("unknown field `jiter`"),
-            "{text}"
-        );
-        let err = variants("t.toml", BASE, &[parse_set("spool.max_files=0").unwrap()]).unwrap_err();
-        assert!(err.to_string().contains("spool.max_files"), "{err}");
-        let err = variants("t.toml", BASE, &[parse_set("workload.rate.x=1").unwrap()]).unwrap_err();
-        assert!(err.to_string().contains("not a table"), "{err}");
+    fn nearest_rank_quantiles_and_the_overflow_chance() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(quantile(&v, 0.5), Some(50));
+        assert_eq!(quantile(&v, 0.99), Some(99));
+        assert_eq!(quantile(&v, 1.0), Some(100));
+        assert_eq!(quantile::<u64>(&[], 0.5), None);
+        assert_eq!(overflow_chance(&v, 99), 0.01);
+        assert_eq!(overflow_chance(&v, 100), 0.0);
+        assert_eq!(overflow_chance(&v, 0), 1.0);
     }
 }

@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 mod progress;
+mod sweep;
 
 // A simulation allocates and frees millions of small buffers (HTTP messages, entry
 // files); mimalloc does that measurably faster than the system allocator.
@@ -28,6 +28,10 @@ struct Cli {
     /// Seed overriding the scenario's.
     #[arg(long)]
     seed: Option<u64>,
+    /// KEY=VALUE: a dotted key of the scenario file set to a value (repeatable), as
+    /// a sweep's variant sets it (`sim sweep` prints these to replay a run).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -35,31 +39,16 @@ enum Command {
     /// Serve the Cloud Storage fake on a real port, logging every request (the same
     /// as the `fake-gcs` binary).
     FakeGcs(fake_gcs::cli::Args),
-    /// Run a scenario with keys set to several values (several --set make a grid),
-    /// on all cores, and summarize the variants.
-    Sweep(SweepArgs),
+    /// Run a scenario over seeds (--seeds) and variants (--set KEY=V1,V2,...; several
+    /// make a grid), on this machine's cores or as one shard of many (--shard), and
+    /// report each variant's distribution.
+    Sweep(sweep::SweepArgs),
+    /// Merge a sharded sweep's results (a directory or gs://BUCKET/PREFIX) into its
+    /// report, refusing gaps, duplicates and mixed builds.
+    Merge(sweep::MergeArgs),
     /// How much disk a spool needs for an outage, and how long it takes to drain:
     /// closed form beside a simulation of the same inputs.
     Plan(PlanArgs),
-}
-
-#[derive(Debug, Args)]
-struct SweepArgs {
-    /// Scenario file (TOML).
-    scenario: PathBuf,
-    /// KEY=V1,V2,... : a dotted key of the scenario file and the values to try
-    /// (e.g. drainer.jitter=none,equal,full,decorrelated). Repeat for a grid.
-    #[arg(long = "set", value_name = "KEY=V1,V2,...", required = true)]
-    sets: Vec<String>,
-    /// Directory for the sweep (default reports/<scenario>-sweep).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Variants run at once (default: the number of cores).
-    #[arg(long)]
-    jobs: Option<usize>,
-    /// The figure to chart against the first swept key.
-    #[arg(long, default_value = "drain_seconds", value_parser = clap::builder::PossibleValuesParser::new(sim::report::sweep::METRICS))]
-    metric: String,
 }
 
 #[derive(Debug, Args)]
@@ -108,11 +97,19 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Some(Command::Sweep(args)) => match sweep(args) {
+        Some(Command::Sweep(args)) => match sweep::sweep(args) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(e) => {
                 eprintln!("sim sweep: {e:#}");
+                ExitCode::from(2)
+            }
+        },
+        Some(Command::Merge(args)) => match sweep::merge(args) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("sim merge: {e:#}");
                 ExitCode::from(2)
             }
         },
@@ -130,7 +127,7 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::from(2);
             };
-            match run_scenario(&path, cli.out, cli.seed) {
+            match run_scenario(&path, cli.out, cli.seed, &cli.sets) {
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::FAILURE,
                 Err(e) => {
@@ -146,8 +143,12 @@ fn run_scenario(
     path: &std::path::Path,
     out: Option<PathBuf>,
     seed: Option<u64>,
+    sets: &[String],
 ) -> anyhow::Result<bool> {
-    let mut scenario = sim::scenario::load(path)?;
+    let mut scenario = match sets.is_empty() {
+        true => sim::scenario::load(path)?,
+        false => sweep::one_variant(path, sets)?,
+    };
     if let Some(seed) = seed {
         scenario.seed = seed;
     }
@@ -198,49 +199,6 @@ fn run_scenario(
         finished.dir.join("report.md").display()
     );
     Ok(r.passed)
-}
-
-fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
-    let file = args.scenario.display().to_string();
-    let text =
-        std::fs::read_to_string(&args.scenario).with_context(|| format!("cannot read {file}"))?;
-    let sets = args
-        .sets
-        .iter()
-        .map(|s| sim::report::sweep::parse_set(s))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let variants = sim::report::sweep::variants(&file, &text, &sets)?;
-    let name = variants[0].scenario.name.clone();
-    let dir = args
-        .out
-        .unwrap_or_else(|| PathBuf::from("reports").join(format!("{name}-sweep")));
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    eprintln!(
-        "sim sweep: {} variants of {name} on {jobs} threads -> {}",
-        variants.len(),
-        dir.display()
-    );
-    let outcomes = sim::report::sweep::run(&dir, variants, jobs, &args.metric)?;
-    for o in &outcomes {
-        let r = &o.report;
-        let drain = r
-            .drain_seconds
-            .map(|d| format!("{d:.0} s"))
-            .unwrap_or_else(|| "never".into());
-        println!(
-            "{:50} {} drain {drain:>8}  peak {:>8} files  {:>9} store requests  {:>7} shed  ({:.1} s)",
-            o.label,
-            if r.passed { "ok  " } else { "FAIL" },
-            r.peak_files,
-            r.store.requests,
-            r.store.shed,
-            o.wall_seconds
-        );
-    }
-    println!("summary in {}", dir.join("sweep.md").display());
-    Ok(outcomes.iter().all(|o| o.report.passed))
 }
 
 fn plan(args: PlanArgs) -> anyhow::Result<()> {
