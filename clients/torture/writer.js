@@ -22,7 +22,9 @@
 // the error's text and code, and the milliseconds it took), each appended at once,
 // all with `t`, the wall-clock time in milliseconds since the Unix epoch. An
 // exception the client throws outside the promise of an upload is logged as
-// `ev: "uncaught"` (and fails the upload in progress).
+// `ev: "uncaught"` (and fails the upload in progress). A failed upload's end line
+// also has `lastStatusQuery`: what the client's last resumable status query got
+// (answered, status and range; or the error it failed with), or null.
 
 'use strict';
 
@@ -34,6 +36,31 @@ const {createRequire} = require('node:module');
 // The client from clients/node (npm ci there), whatever the working directory.
 const requireClient = createRequire(path.join(__dirname, '..', 'node', 'package.json'));
 const {Storage, CRC32C} = requireClient('@google-cloud/storage');
+
+// What the last status query of the upload in progress got (`PUT bytes */*`, which
+// the client sends to learn the offset after a failed chunk): observed, not changed.
+// The client gives up with "The server has 0 bytes ... data loss" both when a
+// server answers with fewer bytes than it acknowledged, and when its own status
+// query fails with a connection reset, which it means to retry: `getAndSetOffset`
+// schedules the retry and returns, and `continueUploading` goes on with no offset
+// (node_status_query_reset.js reproduces it without the relay). The checker tells
+// the two apart by this record.
+let lastStatusQuery = null;
+{
+  const src = path.dirname(requireClient.resolve('@google-cloud/storage'));
+  const {Upload} = require(path.join(src, 'resumable-upload.js'));
+  const check = Upload.prototype.checkUploadStatus;
+  Upload.prototype.checkUploadStatus = async function (...args) {
+    try {
+      const resp = await check.apply(this, args);
+      lastStatusQuery = {answered: true, status: resp.status, range: resp.headers.range || null};
+      return resp;
+    } catch (e) {
+      lastStatusQuery = {answered: false, error: text(e)};
+      throw e;
+    }
+  };
+}
 
 // The alphabet of hard names: sim/src/workload.rs HARD_CHARS (besides `/`).
 const HARD_CHARS = [
@@ -209,13 +236,14 @@ async function main() {
       contentType: p.contentType, cacheControl: p.cacheControl, metadata: p.metadata});
     const started = Date.now();
     const thrown = new Promise((_, reject) => (failCurrent = reject));
+    lastStatusQuery = null;
     try {
       await Promise.race([upload(storage, bucket, opts, p), thrown]);
       append({ev: 'end', ...common, t: Date.now(), answer: 'ok', ms: Date.now() - started});
     } catch (e) {
       const code = typeof e.code === 'number' ? e.code : null;
       append({ev: 'end', ...common, t: Date.now(), answer: 'error', error: text(e), code,
-        ms: Date.now() - started});
+        ms: Date.now() - started, lastStatusQuery});
     }
     failCurrent = null;
   }
