@@ -143,6 +143,19 @@ impl Args {
 }
 
 impl Paths {
+    /// Copies spool-relay, fake-gcs and spool into `dir` and runs those from then on:
+    /// a rebuild during a long run must not change the binaries under test.
+    pub fn copy_binaries(&mut self, dir: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        for bin in [&mut self.relay, &mut self.fake, &mut self.spool] {
+            let copy = dir.join(bin.file_name().context("a binary without a name")?);
+            std::fs::copy(&*bin, &copy)
+                .with_context(|| format!("cannot copy {} to {}", bin.display(), copy.display()))?;
+            *bin = copy;
+        }
+        Ok(())
+    }
+
     fn check(&self, writers: &[WriterKind], clients: &Path) -> anyhow::Result<()> {
         for bin in [&self.relay, &self.fake, &self.spool] {
             if !bin.is_file() {

@@ -11,9 +11,12 @@
 //!   is in unexpected state"), or answered with checksums of other bytes than those
 //!   sent (Node's "The uploaded data did not match ...", Python's
 //!   `DataCorruption`), is a failure of its own: the relay forgot or changed what
-//!   it had acknowledged.
+//!   it had acknowledged. Except when the Node client's last status query had
+//!   failed without an answer: it then gives up with the same words whatever the
+//!   server holds (a client bug, clients/torture/node_status_query_reset.js), and
+//!   such an upload is reported apart.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::fake::Object;
 use crate::ledger::{Answer, Attempt, Uncaught};
@@ -41,6 +44,11 @@ pub struct Findings {
     pub unexpected: Vec<String>,
     /// Uploads a client aborted because the server lost acknowledged bytes.
     pub aborted_for_lost_bytes: Vec<String>,
+    /// Node uploads that ended with the same words although no server said so: the
+    /// client's status query had failed without an answer (a client bug,
+    /// clients/torture/node_status_query_reset.js). Reported, not failures: the
+    /// writer was told an error, not that its write was safe.
+    pub client_gave_up_unanswered: Vec<String>,
 }
 
 /// One acknowledged write that the bucket does not hold as written.
@@ -68,22 +76,19 @@ pub fn check(attempts: &[Attempt], uncaught: &[Uncaught], objects: &[Object]) ->
         tried.entry(&attempt.name).or_default().push(attempt);
     }
     let mut findings = Findings::default();
-    // (writer, seq) -> what the client said, once per upload.
-    let mut aborted: BTreeMap<(&str, u64), String> = BTreeMap::new();
-    let lost_bytes = |text: &str| LOST_BYTES_ERRORS.iter().any(|e| text.contains(e));
-    for thrown in uncaught.iter().filter(|u| lost_bytes(&u.text)) {
-        let what = format!(
-            "{} upload {} (thrown): {}",
-            thrown.writer, thrown.seq, thrown.text
-        );
-        aborted.entry((&thrown.writer, thrown.seq)).or_insert(what);
-    }
+    // (writer, seq) of every upload whose error was judged: thrown exceptions of
+    // the same upload are not counted again.
+    let mut judged: BTreeSet<(&str, u64)> = BTreeSet::new();
     for attempt in attempts {
         if let Answer::Error { text, .. } = &attempt.answer
             && lost_bytes(text)
         {
+            judged.insert((&attempt.writer, attempt.seq));
             let what = format!("{} {:?}: {text}", attempt.writer, attempt.name);
-            aborted.insert((&attempt.writer, attempt.seq), what);
+            match attempt.status_query_unanswered {
+                Some(true) => findings.client_gave_up_unanswered.push(what),
+                _ => findings.aborted_for_lost_bytes.push(what),
+            }
         }
         if attempt.answer != Answer::Ok {
             continue;
@@ -100,7 +105,15 @@ pub fn check(attempts: &[Attempt], uncaught: &[Uncaught], objects: &[Object]) ->
             });
         }
     }
-    findings.aborted_for_lost_bytes = aborted.into_values().collect();
+    for thrown in uncaught {
+        if lost_bytes(&thrown.text) && !judged.contains(&(thrown.writer.as_str(), thrown.seq)) {
+            let what = format!(
+                "{} upload {} (thrown): {}",
+                thrown.writer, thrown.seq, thrown.text
+            );
+            findings.aborted_for_lost_bytes.push(what);
+        }
+    }
     for object in objects {
         let written = tried.get(object.name.as_str()).is_some_and(|all| {
             all.iter()
@@ -121,6 +134,11 @@ pub fn check(attempts: &[Attempt], uncaught: &[Uncaught], objects: &[Object]) ->
         }
     }
     findings
+}
+
+/// Whether a client's error text says it gave up for lost or changed bytes.
+fn lost_bytes(text: &str) -> bool {
+    LOST_BYTES_ERRORS.iter().any(|e| text.contains(e))
 }
 
 /// The fields in which `object` differs from what `attempt` wrote.
@@ -176,6 +194,7 @@ mod tests {
             cache_control: Some("no-store".into()),
             metadata: BTreeMap::from([("k".into(), "v".into())]),
             answer,
+            status_query_unanswered: None,
         }
     }
 
@@ -259,7 +278,34 @@ mod tests {
         assert_eq!(found.aborted_for_lost_bytes.len(), 1);
         assert!(!found.is_clean());
         // Thrown alone (between uploads): still an abort.
-        let found = check(&[], &[thrown], &[]);
+        let found = check(&[], std::slice::from_ref(&thrown), &[]);
         assert_eq!(found.aborted_for_lost_bytes.len(), 1);
+    }
+
+    #[test]
+    fn a_node_client_giving_up_after_its_own_status_query_failed_is_told_apart() {
+        let text = "The offset is lower than the number of bytes written. The server has 0 bytes \
+                    ... Stopping as this could result in data loss.";
+        let mut gave_up = attempt(
+            "r",
+            Answer::Error {
+                text: text.into(),
+                code: None,
+            },
+        );
+        gave_up.status_query_unanswered = Some(true);
+        let thrown = Uncaught {
+            writer: gave_up.writer.clone(),
+            seq: gave_up.seq,
+            text: text.into(),
+        };
+        let found = check(std::slice::from_ref(&gave_up), &[thrown], &[]);
+        assert!(found.is_clean(), "{found:?}");
+        assert_eq!(found.client_gave_up_unanswered.len(), 1);
+        // Answered by the server with fewer bytes: an abort.
+        gave_up.status_query_unanswered = Some(false);
+        let found = check(&[gave_up], &[], &[]);
+        assert_eq!(found.aborted_for_lost_bytes.len(), 1);
+        assert!(found.client_gave_up_unanswered.is_empty());
     }
 }

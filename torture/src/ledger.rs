@@ -33,6 +33,10 @@ pub struct Attempt {
     pub cache_control: Option<String>,
     pub metadata: BTreeMap<String, String>,
     pub answer: Answer,
+    /// For a failed Node upload: whether the client's last resumable status query
+    /// failed without an answer (`Some(true)`), was answered (`Some(false)`), or none
+    /// was sent (`None`).
+    pub status_query_unanswered: Option<bool>,
 }
 
 impl Attempt {
@@ -65,6 +69,8 @@ struct Line {
     answer: Option<String>,
     error: Option<String>,
     code: Option<u16>,
+    #[serde(rename = "lastStatusQuery")]
+    last_status_query: Option<serde_json::Value>,
 }
 
 /// An exception a client threw outside the promise of an upload (Node's streams
@@ -123,6 +129,11 @@ impl Ledger {
                 open.insert(key, self.attempts.len());
                 self.attempts.push(begin(line));
             } else if let Some(&index) = open.get(&key) {
+                self.attempts[index].status_query_unanswered = line
+                    .last_status_query
+                    .as_ref()
+                    .and_then(|q| q["answered"].as_bool())
+                    .map(|answered| !answered);
                 self.attempts[index].answer = match line.answer.as_deref() {
                     Some("ok") => Answer::Ok,
                     _ => Answer::Error {
@@ -151,6 +162,7 @@ fn begin(line: Line) -> Attempt {
         cache_control: line.cache_control,
         metadata: line.metadata.unwrap_or_default(),
         answer: Answer::Unfinished,
+        status_query_unanswered: None,
     }
 }
 
@@ -161,7 +173,7 @@ mod tests {
     const LOG: &str = r#"{"ev":"begin","writer":"node-0","seq":0,"name":"a","kind":"media","size":1,"md5":"m","crc32c":"c","contentType":"t","cacheControl":null,"metadata":null}
 {"ev":"end","writer":"node-0","seq":0,"name":"a","answer":"ok","ms":3}
 {"ev":"begin","writer":"node-0","seq":1,"name":"b","kind":"resumable","size":2,"md5":"m","crc32c":"c","contentType":"t","cacheControl":"no-store","metadata":{"k":"v"}}
-{"ev":"end","writer":"node-0","seq":1,"name":"b","answer":"error","error":"boom","code":503,"ms":3}
+{"ev":"end","writer":"node-0","seq":1,"name":"b","answer":"error","error":"boom","code":503,"ms":3,"lastStatusQuery":{"answered":false,"error":"socket hang up"}}
 {"ev":"uncaught","writer":"node-0","seq":2,"t":5,"error":"RangeError: lost"}
 {"ev":"begin","writer":"node-0","seq":2,"name":"c","kind":"multipart","size":2,"md5":"m","crc32c":"c","contentType":"t","cacheControl":null,"metadata":{}}
 {"ev":"beg"#;
@@ -185,6 +197,8 @@ mod tests {
             Some("no-store")
         );
         assert_eq!(ledger.attempts[0].client(), "node");
+        assert_eq!(ledger.attempts[0].status_query_unanswered, None);
+        assert_eq!(ledger.attempts[1].status_query_unanswered, Some(true));
         assert_eq!(ledger.unreadable.len(), 1, "{:?}", ledger.unreadable);
         assert!(ledger.unreadable[0].starts_with("node-0.jsonl:7:"));
         let thrown = Uncaught {

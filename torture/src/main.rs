@@ -84,8 +84,9 @@ fn main() -> ExitCode {
 /// The whole run; whether it passed.
 async fn run(args: Args) -> anyhow::Result<bool> {
     let began = Instant::now();
-    let paths = args.paths()?;
+    let mut paths = args.paths()?;
     let (logs, mountpoint, backing) = prepare(&paths.work)?;
+    paths.copy_binaries(&paths.work.join("bin"))?;
     let fake = Fake::start(&paths.fake, args.seed, &logs.join("fake-gcs.log")).await?;
     let mut disk = CrashDisk::mount(&mountpoint, &backing, args.seed).await?;
     let result = on_the_mount(&args, &paths, &fake, &mut disk, &logs, began).await;
@@ -143,19 +144,7 @@ async fn on_the_mount(
         relay_log,
     )?;
     relay.start("first boot").await?;
-    let setup = writers::Setup {
-        paths: paths.clone(),
-        logs: logs.to_path_buf(),
-        relay_url: relay.url(),
-        max_bytes: args.max_bytes,
-        seed: args.seed,
-    };
-    let mut writers = Vec::new();
-    for &kind in &args.writers {
-        for index in 0..args.per_kind {
-            writers.push(writers::start(&setup, kind, index)?);
-        }
-    }
+    let mut writers = start_writers(args, paths, logs, &relay)?;
     eprintln!(
         "torture: fake-gcs {}, spool-relay {} (spool {}), {} writers, logs in {}",
         fake.addr,
@@ -174,6 +163,55 @@ async fn on_the_mount(
     let counters = chaos::run(&mut world, args.seed, args.power_losses, args.time_bound()).await;
     eprintln!("torture: chaos over; healing the store, stopping the writers, draining");
     let (end_failures, verify) = settle(args, paths, fake, &mut relay, writers).await;
+    let outcome = Outcome {
+        counters: &counters,
+        end_failures: &end_failures,
+        verify: &verify,
+        disk,
+    };
+    check_and_report(args, fake, logs, &outcome, began).await
+}
+
+/// What the chaos and the end left to report.
+struct Outcome<'a> {
+    counters: &'a chaos::Counters,
+    end_failures: &'a [String],
+    verify: &'a Verify,
+    disk: &'a CrashDisk,
+}
+
+/// Every writer of every kind asked for, writing through the relay.
+fn start_writers(
+    args: &Args,
+    paths: &Paths,
+    logs: &Path,
+    relay: &Relay,
+) -> anyhow::Result<Vec<Writer>> {
+    let setup = writers::Setup {
+        paths: paths.clone(),
+        logs: logs.to_path_buf(),
+        relay_url: relay.url(),
+        max_bytes: args.max_bytes,
+        seed: args.seed,
+    };
+    let mut writers = Vec::new();
+    for &kind in &args.writers {
+        for index in 0..args.per_kind {
+            writers.push(writers::start(&setup, kind, index)?);
+        }
+    }
+    Ok(writers)
+}
+
+/// Lists the bucket, checks the writers' logs against it, prints the summary (and
+/// keeps it, the listing and the findings in the logs); whether the run passed.
+async fn check_and_report(
+    args: &Args,
+    fake: &Fake,
+    logs: &Path,
+    outcome: &Outcome<'_>,
+    began: Instant,
+) -> anyhow::Result<bool> {
     let objects = fake.list().await?;
     write_listing(&logs.join("bucket.ndjson"), &objects)?;
     let ledger = Ledger::read(&writers::logs(logs)?)?;
@@ -181,16 +219,16 @@ async fn on_the_mount(
     let report = Report {
         seed: args.seed,
         writers: describe_writers(args),
-        counters: &counters,
-        mounts: disk.mounts,
-        produced: disk.produced,
+        counters: outcome.counters,
+        mounts: outcome.disk.mounts,
+        produced: outcome.disk.produced,
         attempts: &ledger.attempts,
         unreadable_lines: ledger.unreadable.len(),
         uncaught: ledger.uncaught.len(),
         objects: objects.len(),
         findings: &findings,
-        verify: &verify,
-        end_failures: &end_failures,
+        verify: outcome.verify,
+        end_failures: outcome.end_failures,
         took: began.elapsed(),
     };
     let text = report.render();

@@ -189,6 +189,15 @@ impl Report<'_> {
         for a in f.aborted_for_lost_bytes.iter().take(20) {
             let _ = writeln!(out, "    ABORTED {a:.400}");
         }
+        let gave_up = &f.client_gave_up_unanswered;
+        if !gave_up.is_empty() {
+            let _ = writeln!(
+                out,
+                "  Node uploads given up after a status query with no answer (client bug, not \
+                 counted): {}",
+                gave_up.len()
+            );
+        }
         if self.uncaught > 0 {
             let _ = writeln!(
                 out,
