@@ -28,4 +28,7 @@ pub mod purpose {
     pub const PAYLOAD: u64 = 5;
     /// A host's disk (faults and what survives power loss).
     pub const DISK: u64 = 6;
+    /// A fault window's drawn start and length (`[[fault]] from`/`length` as
+    /// distributions).
+    pub const FAULT_SHAPE: u64 = 7;
 }

@@ -80,7 +80,8 @@ struct PendingDeploy {
 }
 
 /// Runs `scenario` to the end and returns what happened.
-pub fn run(scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput> {
+pub fn run(mut scenario: Scenario, mut options: Options) -> anyhow::Result<RunOutput> {
+    scenario.draw_fault_windows();
     let scenario = Arc::new(scenario);
     let shared = Arc::new(Shared::new(scenario.clone(), options.mutant));
     let fake = start_fake(&scenario, &shared)?;

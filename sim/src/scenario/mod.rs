@@ -41,6 +41,9 @@
 //! from = "2s"                    # from/until also take RFC 3339 times
 //! until = "8s"
 //! mix = { "503" = 0.5, hang = 0.5 }
+//! # from = { median = "2h", p99 = "20h" }   # or drawn per seed: lognormal by median and p99,
+//! # length = { median = "5h", p99 = "18h" } # instead of until; or an empirical list:
+//! # length = { one_of = ["5h41m", "12h30m"] } # one drawn (see `shape.rs`)
 //!
 //! [[event]]
 //! at = "5s"                      # or an RFC 3339 time; or instead:
@@ -87,6 +90,7 @@
 
 mod error;
 mod raw;
+mod shape;
 #[cfg(test)]
 mod tests;
 
@@ -98,6 +102,7 @@ use spool::{DrainerConfig, SpoolConfig, UploaderConfig};
 
 pub use crate::simdisk::{DiskConfig, FaultRates, OpKind};
 pub use error::{ScenarioError, locate};
+pub use shape::{Drawn, WindowShape};
 
 /// A checked scenario, ready to run.
 #[derive(Debug, Clone)]
@@ -122,8 +127,13 @@ pub struct Scenario {
     pub uploader: UploaderConfig,
     /// Each host's drainer (its seed is derived per host and boot).
     pub drainer: DrainerConfig,
-    /// What the fake Cloud Storage does over time, with offsets from t = 0.
+    /// What the fake Cloud Storage does over time, with offsets from t = 0. A
+    /// window drawn per seed holds its typical start and length until
+    /// [`Scenario::draw_fault_windows`] draws the seed's.
     pub faults: FaultPlan,
+    /// How each fault window's start and length are drawn per seed (in `faults`'
+    /// order).
+    pub fault_shapes: Vec<WindowShape>,
     /// Crashes, restarts and deploys, in time order.
     pub events: Vec<Event>,
     /// The simulated disk, per host.
@@ -295,6 +305,18 @@ pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
 }
 
 impl Scenario {
+    /// Draws this scenario's seed's start and length for every fault window that is
+    /// a distribution; a scenario without distributions is left as it is.
+    pub fn draw_fault_windows(&mut self) {
+        for (i, shape) in self.fault_shapes.iter().enumerate() {
+            if !shape.is_drawn() {
+                continue;
+            }
+            let window = &mut self.faults.windows[i];
+            (window.from, window.until) = shape.draw(self.seed, i, (window.from, window.until));
+        }
+    }
+
     /// The relay's host index (after the app hosts'), when there is a relay.
     pub fn relay_host(&self) -> Option<u32> {
         self.relay.map(|_| self.workload.hosts)

@@ -268,7 +268,7 @@ impl RawScenario {
         let spool = self.spool.check()?;
         let uploader = self.uploader.check()?;
         let drainer = self.drainer.check()?;
-        let faults = faults(&self.faults, self.capacity.as_ref(), start)?;
+        let (faults, fault_shapes) = faults(&self.faults, self.capacity.as_ref(), start)?;
         let relay = self.relay.check()?;
         let mut events = Vec::with_capacity(self.events.len());
         for (i, raw) in self.events.iter().enumerate() {
@@ -290,6 +290,7 @@ impl RawScenario {
             uploader,
             drainer,
             faults,
+            fault_shapes,
             events,
             disk,
             network,
@@ -678,16 +679,20 @@ impl RawNetwork {
     }
 }
 
-/// Converts `[[fault]]` tables (whose `from`/`until` may be RFC 3339 times) and the
-/// `[capacity]` table into the fake's [`FaultPlan`], with offsets from `start`.
+/// Converts `[[fault]]` tables (whose `from`/`until` may be RFC 3339 times, `from`
+/// and `length` distributions) and the `[capacity]` table into the fake's
+/// [`FaultPlan`], with offsets from `start`, and each window's shape. A window
+/// drawn per seed holds its typical value (the median) until a run draws its own.
 fn faults(
     raw: &[toml::Table],
     capacity: Option<&toml::Table>,
     start: SystemTime,
-) -> Checked<FaultPlan> {
+) -> Checked<(FaultPlan, Vec<WindowShape>)> {
     let mut windows = Vec::with_capacity(raw.len());
+    let mut shapes = Vec::with_capacity(raw.len());
     for (i, table) in raw.iter().enumerate() {
         let mut table = table.clone();
+        let shape = window_shape(i, &mut table)?;
         for key in ["from", "until"] {
             let Some(value) = table.get(key) else {
                 continue;
@@ -704,7 +709,17 @@ fn faults(
                 toml::Value::String(format!("{}ms", offset.as_millis())),
             );
         }
+        if let Some(length) = &shape.length {
+            let from = table
+                .get("from")
+                .and_then(toml::Value::as_str)
+                .and_then(|ms| humantime::parse_duration(ms).ok())
+                .unwrap_or_default();
+            let until = from + length.typical();
+            table.insert("until".into(), format!("{}ms", until.as_millis()).into());
+        }
         windows.push(toml::Value::Table(table));
+        shapes.push(shape);
     }
     let mut plan = toml::Table::new();
     plan.insert("fault".into(), toml::Value::Array(windows));
@@ -712,5 +727,38 @@ fn faults(
         plan.insert("capacity".into(), toml::Value::Table(capacity.clone()));
     }
     let text = toml::to_string(&plan).map_err(|e| ("fault".to_string(), e.to_string()))?;
-    FaultPlan::from_toml(&text).map_err(|e| (e.field.clone(), e.message.clone()))
+    let plan = FaultPlan::from_toml(&text).map_err(|e| (e.field.clone(), e.message.clone()))?;
+    Ok((plan, shapes))
+}
+
+/// Takes a window's `length` and a `from` written as a distribution out of its
+/// table (which then holds the typical start), as its shape.
+fn window_shape(i: usize, table: &mut toml::Table) -> Checked<WindowShape> {
+    let mut shape = WindowShape::default();
+    if let Some(toml::Value::Table(from)) = table.get("from") {
+        let drawn = Drawn::parse(from, &format!("fault[{i}].from"))?;
+        table.insert(
+            "from".into(),
+            format!("{}ms", drawn.typical().as_millis()).into(),
+        );
+        shape.from = Some(drawn);
+    }
+    if let Some(length) = table.remove("length") {
+        ensure(
+            !table.contains_key("until"),
+            &format!("fault[{i}].length"),
+            "give until or length, not both",
+        )?;
+        let field = format!("fault[{i}].length");
+        shape.length = Some(match length {
+            toml::Value::Table(t) => Drawn::parse(&t, &field)?,
+            toml::Value::String(text) => {
+                let fixed = humantime::parse_duration(&text)
+                    .map_err(|e| (field.clone(), format!("{text:?}: {e}")))?;
+                Drawn::OneOf(vec![fixed])
+            }
+            _ => return Err((field, "expected a duration or a distribution".into())),
+        });
+    }
+    Ok(shape)
 }

@@ -191,3 +191,42 @@ fn a_crash_right_after_the_nth_disk_operation_of_a_kind() {
     let e = err(&restart);
     assert_eq!(e.field.as_deref(), Some("event[0].after_disk_op"), "{e}");
 }
+
+#[test]
+fn a_fault_window_drawn_per_seed_parses_and_draws_the_seeds_shape() {
+    let text = r#"
+name = "shapes"
+seed = 1
+start = 2026-10-08T10:00:00Z
+duration = "10h"
+[workload]
+rate = 5
+size = "1KiB"
+[[fault]]
+from = { median = "1h", p99 = "3h" }
+length = { one_of = ["30m", "2h"] }
+mix = { "503" = 1.0 }
+"#;
+    let mut s = parse("shapes.toml", text).unwrap();
+    // Until a run draws, the window holds its typical start and length.
+    let w = &s.faults.windows[0];
+    assert_eq!(
+        (w.from, w.until),
+        (Duration::from_secs(3600), Some(Duration::from_secs(5400)))
+    );
+    let mut shapes = std::collections::BTreeSet::new();
+    for seed in 0..40 {
+        s.seed = seed;
+        let mut drawn = s.clone();
+        drawn.draw_fault_windows();
+        let w = &drawn.faults.windows[0];
+        let length = w.until.unwrap() - w.from;
+        assert!(length == Duration::from_secs(1800) || length == Duration::from_secs(7200));
+        shapes.insert((w.from.as_millis(), length.as_millis()));
+    }
+    assert!(shapes.len() > 20, "seeds drew {} shapes", shapes.len());
+
+    let both = text.replace("length = ", "until = \"5h\"\nlength = ");
+    let err = parse("shapes.toml", &both).unwrap_err();
+    assert_eq!(err.field.as_deref(), Some("fault[0].length"), "{err}");
+}
