@@ -8,6 +8,12 @@
 //!   shared by new writes and the drain;
 //! - by simulation: the same inputs as a scenario (one host, the fake's capacity set
 //!   to X), run through the real spool.
+//!
+//! With a spread ([`Spread`]: the outage's length lognormal, `--outage` its median
+//! and `--outage-p99` its 99th percentile), both answers are distributions: the
+//! closed form at the outage's quantiles (p50, p90, p99, and the one that keeps
+//! overflow at the target), the simulation as a sweep over seeds, each seed drawing
+//! its own outage.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -205,6 +211,204 @@ pub fn table(input: &Input, closed: &ClosedForm, simulated: Option<&Simulated>) 
     out
 }
 
+/// An outage whose length is drawn: lognormal with the input's `outage` as its
+/// median and `p99` as its 99th percentile.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// The outage's 99th percentile.
+    pub p99: Duration,
+    /// Share of outages the spool may overflow in (0.01 for 1%).
+    pub target_overflow: f64,
+}
+
+/// The `q` quantile (0 < q < 1) of a lognormal with this median and p99.
+pub fn outage_quantile(median: Duration, p99: Duration, q: f64) -> Duration {
+    let mu = median.as_secs_f64().ln();
+    let sigma = (p99.as_secs_f64().ln() - mu) / normal_quantile(0.99);
+    Duration::from_secs_f64((mu + sigma * normal_quantile(q)).exp())
+}
+
+/// The standard normal's `p` quantile (Acklam's rational approximation, relative
+/// error under 1.2e-9).
+pub fn normal_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969683028665376e1,
+        2.209460984245205e2,
+        -2.759285104469687e2,
+        1.383577518672690e2,
+        -3.066479806614716e1,
+        2.506628277459239,
+    ];
+    const B: [f64; 5] = [
+        -5.447609879822406e1,
+        1.615858368580409e2,
+        -1.556989798598866e2,
+        6.680131188771972e1,
+        -1.328068155288572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784894002430293e-3,
+        -3.223964580411365e-1,
+        -2.400758277161838,
+        -2.549732539343734,
+        4.374664141464968,
+        2.938163982698783,
+    ];
+    const D: [f64; 4] = [
+        7.784695709041462e-3,
+        3.224671290700398e-1,
+        2.445134137142996,
+        3.754408661907416,
+    ];
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    match p {
+        p if p < 0.02425 => tail((-2.0 * p.ln()).sqrt()),
+        p if p > 1.0 - 0.02425 => -tail((-2.0 * (1.0 - p).ln()).sqrt()),
+        p => {
+            let q = p - 0.5;
+            let r = q * q;
+            (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+                / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+        }
+    }
+}
+
+/// The closed form at the outage's quantiles: (label, outage, answer), for p50,
+/// p90, p99 and, when it is another, the quantile that keeps overflow at the
+/// target (last).
+pub fn closed_quantiles(input: &Input, spread: &Spread) -> Vec<(String, Duration, ClosedForm)> {
+    let target = 1.0 - spread.target_overflow;
+    let mut quantiles = vec![
+        (0.5, "p50".to_string()),
+        (0.9, "p90".into()),
+        (0.99, "p99".into()),
+    ];
+    if !quantiles.iter().any(|(q, _)| (q - target).abs() < 1e-9) {
+        let label = format!("p{}", target * 100.0);
+        quantiles.push((target, label));
+        quantiles.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    quantiles
+        .into_iter()
+        .map(|(q, label)| {
+            let outage = outage_quantile(input.outage, spread.p99, q);
+            (label, outage, closed_form(&Input { outage, ..*input }))
+        })
+        .collect()
+}
+
+/// The closed form for the outage that only the target share of outages exceeds.
+pub fn closed_for_target(input: &Input, spread: &Spread) -> ClosedForm {
+    let outage = outage_quantile(input.outage, spread.p99, 1.0 - spread.target_overflow);
+    closed_form(&Input { outage, ..*input })
+}
+
+/// The inputs as a scenario whose outage length is drawn per seed, long enough for
+/// the outage's p99 and its drain.
+pub fn spread_scenario_text(input: &Input, spread: &Spread) -> String {
+    let tail = Input {
+        outage: outage_quantile(input.outage, spread.p99, 0.999).max(spread.p99),
+        ..*input
+    };
+    let text = scenario_text(&tail, 1);
+    let window = format!("until = \"{}ms\"", (LEAD + tail.outage).as_millis());
+    let length = format!(
+        "length = {{ median = \"{}s\", p99 = \"{}s\" }}",
+        input.outage.as_secs().max(1),
+        spread.p99.as_secs().max(1)
+    );
+    text.replace(&window, &length)
+}
+
+/// Simulates the spread over `seeds` seeds, as a sweep whose report goes to `dir`.
+pub fn simulate_spread(
+    input: &Input,
+    spread: &Spread,
+    seeds: u64,
+    dir: &std::path::Path,
+) -> anyhow::Result<crate::report::sweep::SweepSummary> {
+    use crate::sweep::{Location, Plan, Shard};
+    let text = spread_scenario_text(input, spread);
+    let plan = Plan::new("(sim plan)", &text, &[], Some(1..=seeds.max(1)))?;
+    let results = Location::Dir(dir.join("results"));
+    let jobs = crate::sweep::default_jobs(&plan);
+    crate::sweep::run_shard(&plan, Shard::WHOLE, jobs, &results)?;
+    let files = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(results.read_all())?;
+    let merged = crate::sweep::merge(&files)?;
+    crate::report::sweep::write(dir, &merged, spread.target_overflow)
+}
+
+/// The table `sim plan --outage-p99` prints: the closed form at each quantile, and
+/// the simulated percentiles beside it.
+pub fn spread_table(
+    input: &Input,
+    spread: &Spread,
+    simulated: Option<&crate::report::sweep::SweepSummary>,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} writes/s of {}, outages lognormal with median {} and p99 {}, {:.0}% failing; the store then accepts {} writes/s\n",
+        input.rate,
+        format::bytes(input.size),
+        format::duration(input.outage),
+        format::duration(spread.p99),
+        input.failing_share * 100.0,
+        input.drain_rate
+    );
+    let figures = simulated
+        .and_then(|s| s.variants.first())
+        .map(|v| &v.figures);
+    let pick = |metric: &str, label: &str| -> Option<f64> {
+        let p = figures?.get(metric)?;
+        Some(match label {
+            "p50" => p.p50,
+            "p90" => p.p90,
+            "p99" => p.p99,
+            _ => return None,
+        })
+    };
+    let _ = writeln!(
+        out,
+        "{:<10}{:>12}{:>18}{:>18}{:>16}{:>16}",
+        "quantile", "outage", "disk (closed)", "disk (simulated)", "drain (closed)", "drain (sim.)"
+    );
+    for (label, outage, closed) in closed_quantiles(input, spread) {
+        let drain = closed
+            .drain
+            .map(format::duration)
+            .unwrap_or_else(|| "never".into());
+        let sim_disk = pick("peak_bytes", &label).map_or("-".into(), |b| format::bytes(b as u64));
+        let sim_drain = pick("drain_seconds", &label).map_or("-".into(), |d| {
+            if d.is_finite() {
+                format::duration(Duration::from_secs_f64(d))
+            } else {
+                "never".into()
+            }
+        });
+        let _ = writeln!(
+            out,
+            "{label:<10}{:>12}{:>18}{sim_disk:>18}{drain:>16}{sim_drain:>16}",
+            format::duration(outage),
+            format::bytes(closed.bytes_needed)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nGive each instance's spool max_bytes = {} for at most {}% of such outages to overflow it (closed form, {:.0}% headroom).",
+        format::bytes(closed_for_target(input, spread).bytes_needed),
+        spread.target_overflow * 100.0,
+        HEADROOM * 100.0
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +421,44 @@ mod tests {
             failing_share: 1.0,
             drain_rate: 150.0,
         }
+    }
+
+    #[test]
+    fn lognormal_outage_quantiles_meet_their_median_and_p99() {
+        assert!(normal_quantile(0.5).abs() < 1e-9);
+        assert!((normal_quantile(0.99) - 2.326_347_874).abs() < 1e-6);
+        assert!((normal_quantile(0.001) + 3.090_232_306).abs() < 1e-6);
+        let (median, p99) = (Duration::from_secs(3600), Duration::from_secs(4 * 3600));
+        let q = |p| outage_quantile(median, p99, p).as_secs_f64();
+        assert!((q(0.5) - 3600.0).abs() < 1e-6);
+        assert!((q(0.99) - 14_400.0).abs() < 1e-3);
+        assert!(q(0.9) > 3600.0 && q(0.9) < 14_400.0);
+        let spread = Spread {
+            p99,
+            target_overflow: 0.01,
+        };
+        let rows = closed_quantiles(&input(), &spread);
+        let labels: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+        assert_eq!(labels, ["p50", "p90", "p99"]);
+        assert!(
+            rows.windows(2)
+                .all(|w| w[0].2.bytes_needed < w[1].2.bytes_needed)
+        );
+        let strict = Spread {
+            target_overflow: 0.001,
+            ..spread
+        };
+        let labels: Vec<String> = closed_quantiles(&input(), &strict)
+            .into_iter()
+            .map(|r| r.0)
+            .collect();
+        assert_eq!(labels, ["p50", "p90", "p99", "p99.9"]);
+        let text = spread_scenario_text(&input(), &spread);
+        assert!(
+            text.contains("length = { median = \"3600s\", p99 = \"14400s\" }"),
+            "{text}"
+        );
+        crate::scenario::parse("plan.toml", &text).unwrap();
     }
 
     #[test]

@@ -69,6 +69,17 @@ struct PlanArgs {
     /// Share of writes that fail during the outage.
     #[arg(long, default_value_t = 1.0)]
     failing_share: f64,
+    /// The outage's 99th percentile: the length is then lognormal with --outage as
+    /// its median, and both answers are distributions (the simulation a sweep over
+    /// --seeds seeds, each drawing its own outage).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    outage_p99: Option<std::time::Duration>,
+    /// Seeds the spread's simulation runs (with --outage-p99).
+    #[arg(long, default_value_t = 50)]
+    seeds: u64,
+    /// Share of outages the spool may overflow in (with --outage-p99), e.g. 1%.
+    #[arg(long, default_value = "1%", value_parser = sweep::parse_share)]
+    target_overflow: f64,
     /// Print only the closed form (the simulation of a long outage takes a while).
     #[arg(long)]
     no_simulate: bool,
@@ -214,6 +225,35 @@ fn plan(args: PlanArgs) -> anyhow::Result<()> {
         failing_share: args.failing_share,
         drain_rate: args.drain_rate.unwrap_or(3.0 * args.rate),
     };
+    if let Some(p99) = args.outage_p99 {
+        anyhow::ensure!(
+            p99 >= args.outage,
+            "--outage-p99 must be at least --outage (the median)"
+        );
+        let spread = sim::report::plan::Spread {
+            p99,
+            target_overflow: args.target_overflow,
+        };
+        let simulated = match args.no_simulate {
+            true => None,
+            false => {
+                let dir = args.out.unwrap_or_else(|| PathBuf::from("reports/plan"));
+                eprintln!(
+                    "sim plan: simulating {} seeds (report in {})",
+                    args.seeds,
+                    dir.display()
+                );
+                Some(sim::report::plan::simulate_spread(
+                    &input, &spread, args.seeds, &dir,
+                )?)
+            }
+        };
+        print!(
+            "{}",
+            sim::report::plan::spread_table(&input, &spread, simulated.as_ref())
+        );
+        return Ok(());
+    }
     let closed = sim::report::plan::closed_form(&input);
     let simulated = if args.no_simulate {
         None

@@ -62,7 +62,7 @@ pub struct MergeArgs {
     target_overflow: f64,
 }
 
-fn parse_share(text: &str) -> Result<f64, String> {
+pub fn parse_share(text: &str) -> Result<f64, String> {
     let (number, scale) = match text.strip_suffix('%') {
         Some(percent) => (percent, 100.0),
         None => (text, 1.0),
