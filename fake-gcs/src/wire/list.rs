@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::wire::encoding::{rfc3339_millis, xml_escape};
 use crate::wire::error::Rejection;
-use crate::wire::object::ObjectRecord;
+use crate::wire::object::{ObjectMeta, ObjectRecord};
 use crate::wire::reply::Reply;
 use crate::wire::route::{Api, Query};
 
@@ -76,8 +76,8 @@ fn decode_token(token: &str) -> Option<String> {
 /// One page of a listing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ListPage {
-    /// The objects, in name order.
-    pub objects: Vec<ObjectRecord>,
+    /// The objects, in name order, each with what metadata calls changed on it.
+    pub objects: Vec<(ObjectRecord, Option<ObjectMeta>)>,
     /// The common prefixes, in order.
     pub prefixes: Vec<String>,
     /// Where the next page resumes (exclusive), when there is one.
@@ -103,7 +103,7 @@ impl ListPage {
             let items: Vec<Value> = self
                 .objects
                 .iter()
-                .map(|r| r.json_resource(base, bucket))
+                .map(|(r, meta)| r.json_resource_with(base, bucket, meta.as_ref()))
                 .collect();
             body["items"] = Value::Array(items);
         }
@@ -139,12 +139,13 @@ impl ListPage {
                 "<NextContinuationToken>{token}</NextContinuationToken>"
             );
         }
-        for r in &self.objects {
+        for (r, meta) in &self.objects {
             let _ = write!(
                 xml,
-                "<Contents><Key>{}</Key><Generation>{}</Generation><MetaGeneration>1</MetaGeneration><LastModified>{}</LastModified><ETag>{}</ETag><Size>{}</Size></Contents>",
+                "<Contents><Key>{}</Key><Generation>{}</Generation><MetaGeneration>{}</MetaGeneration><LastModified>{}</LastModified><ETag>{}</ETag><Size>{}</Size></Contents>",
                 esc(&r.name),
                 r.generation,
+                meta.as_ref().map_or(1, |m| m.metageneration),
                 rfc3339_millis(r.created_unix_ms),
                 r.xml_etag(),
                 r.size

@@ -19,6 +19,7 @@
 //! | file | what |
 //! |---|---|
 //! | `route.rs` | [`Route`], [`Api`], [`UploadKind`], [`Query`] |
+//! | `meta_route.rs` | [`MetaRoute`]: the JSON API's requests about buckets, ACLs, IAM, notifications, object metadata, copies, HMAC keys |
 //! | `operation.rs` | [`Operation`]: the storage-testbench's name for each |
 //! | `upload.rs` | [`Upload`]: media, multipart, resumable start, XML `PUT` |
 //! | `attributes.rs` | [`ObjectAttributes`]: encoding, cache control, disposition, language, custom metadata |
@@ -26,7 +27,7 @@
 //! | `multipart.rs` | `multipart/related` bodies |
 //! | `resumable.rs` | `Content-Range`, [`Session`], [`Sessions`], 308 answers |
 //! | `object.rs` | [`ObjectRecord`]: JSON resource, XML headers, ETags (composite objects too) |
-//! | `bucket.rs` | the JSON bucket resource |
+//! | `bucket.rs` | the JSON bucket resource, its ETag, the fields a client may set |
 //! | `list.rs` | list parameters and pages, in JSON and XML |
 //! | `range.rs` | the `Range` header of downloads |
 //! | `precondition.rs` | [`Preconditions`] (`ifGenerationMatch`, ...) |
@@ -42,6 +43,7 @@ mod digest;
 mod encoding;
 mod error;
 mod list;
+mod meta_route;
 mod multipart;
 mod object;
 mod operation;
@@ -56,10 +58,11 @@ pub use attributes::{META_HEADER_PREFIX, ObjectAttributes};
 pub use compose::{Compose, ComposeSource, MAX_COMPONENTS, MAX_COMPOSE_SOURCES};
 pub use digest::{Declared, Digests, Hashing, Mismatch, crc32c_base64, md5_base64, md5_hex};
 pub use error::{Rejection, error_reply};
+pub use meta_route::{AclScope, MetaRoute, Verb};
 pub use multipart::{MAX_MULTIPART_HEAD_BYTES, MultipartHead, MultipartStream, multipart_boundary};
-pub use object::{ObjectRecord, uploaded};
+pub use object::{ObjectMeta, ObjectRecord, json_etag, uploaded};
 pub use operation::Operation;
-pub use precondition::Preconditions;
+pub use precondition::{Conditions, Preconditions};
 pub use reply::Reply;
 pub use resumable::{
     ChunkRange, ContentRange, Progress, Session, Sessions, incomplete, parse_content_range, started,
@@ -69,8 +72,11 @@ pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};
 
 /// The JSON bucket resource and bucket list: the fake serves its buckets with them,
 /// and a relay answers `GET /storage/v1/b/{bucket}` for the one bucket it writes to.
-pub use bucket::{bucket_list, bucket_resource};
+pub use bucket::{
+    BUCKET_READ_ONLY_FIELDS, bucket_etag, bucket_list, bucket_resource, bucket_resource_with,
+};
 // The fake's own use: a relay answers reads and lists from upstream.
+pub(crate) use encoding::{encode_component, rfc3339_millis};
 pub(crate) use list::{ListPage, ListQuery};
 pub(crate) use object::etag_matches;
 pub(crate) use range::resolve_range;

@@ -20,6 +20,22 @@ use crate::wire::encoding::{encode_component, http_date, rfc3339_millis};
 use crate::wire::reply::Reply;
 use crate::wire::route::Api;
 
+/// What the JSON API's metadata calls (patch, update, ACL changes, a rewrite to
+/// another storage class) changed on an object after it was written: an object
+/// that was never changed has none, and is shown with metageneration 1.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectMeta {
+    /// The metageneration: 1 when written, one more with each change.
+    pub metageneration: i64,
+    /// Wall time of the last change, milliseconds since the Unix epoch.
+    pub updated_unix_ms: u64,
+    /// The storage class, when not `STANDARD`.
+    pub storage_class: Option<String>,
+    /// Other fields of the resource set by a patch or update (`temporaryHold`,
+    /// `eventBasedHold`, `customTime`, ...), shown as given.
+    pub extra: serde_json::Map<String, Value>,
+}
+
 /// What is known about one stored object: enough for every resource and header
 /// Cloud Storage gives for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,11 +109,7 @@ impl ObjectRecord {
     /// buffer holding the generation (field 1) and metageneration (field 2), e.g.
     /// `CKicn7fM/eECEAE=`.
     pub fn json_etag(&self) -> String {
-        let mut message = vec![0x08];
-        push_varint(&mut message, self.generation as u64);
-        message.push(0x10);
-        push_varint(&mut message, 1);
-        B64.encode(message)
+        json_etag(self.generation, 1)
     }
 
     /// The XML API's ETag, quoted. For a non-composite object, the lowercase hex
@@ -121,6 +133,36 @@ impl ObjectRecord {
 
     /// The JSON API's object resource, with links under `base` (`http://host:port`).
     pub fn json_resource(&self, base: &str, bucket: &str) -> Value {
+        self.json_resource_with(base, bucket, None)
+    }
+
+    /// The JSON API's object resource, with what metadata calls changed (`meta`):
+    /// its metageneration (and so its `etag`), `updated`, storage class and other
+    /// fields.
+    pub fn json_resource_with(&self, base: &str, bucket: &str, meta: Option<&ObjectMeta>) -> Value {
+        let mut resource = self.base_resource(base, bucket);
+        if let (Some(meta), Value::Object(fields)) = (meta, &mut resource) {
+            let metageneration = meta.metageneration;
+            fields.insert("metageneration".into(), json!(metageneration.to_string()));
+            fields.insert(
+                "etag".into(),
+                json!(json_etag(self.generation, metageneration)),
+            );
+            fields.insert(
+                "updated".into(),
+                json!(rfc3339_millis(meta.updated_unix_ms)),
+            );
+            if let Some(class) = &meta.storage_class {
+                fields.insert("storageClass".into(), json!(class));
+            }
+            for (key, value) in &meta.extra {
+                fields.insert(key.clone(), value.clone());
+            }
+        }
+        resource
+    }
+
+    fn base_resource(&self, base: &str, bucket: &str) -> Value {
         let (b, o) = (encode_component(bucket), encode_component(&self.name));
         let time = rfc3339_millis(self.created_unix_ms);
         let mut resource = json!({
@@ -154,6 +196,16 @@ impl ObjectRecord {
         self.attributes().add_to_resource(fields);
         resource
     }
+}
+
+/// The JSON API's opaque ETag of an object: base64 of a protocol buffer holding
+/// the generation (field 1) and metageneration (field 2).
+pub fn json_etag(generation: i64, metageneration: i64) -> String {
+    let mut message = vec![0x08];
+    push_varint(&mut message, generation as u64);
+    message.push(0x10);
+    push_varint(&mut message, metageneration as u64);
+    B64.encode(message)
 }
 
 /// Appends `value` as a protocol buffer varint.
@@ -277,6 +329,30 @@ mod tests {
             ..r
         };
         assert_eq!(composite.xml_etag(), "\"-CKicn7fM/eECEAE=\"");
+    }
+
+    #[test]
+    fn a_changed_object_shows_its_metageneration_and_fields() {
+        let r = hello();
+        let meta = ObjectMeta {
+            metageneration: 3,
+            updated_unix_ms: 1_791_457_260_000,
+            storage_class: Some("NEARLINE".into()),
+            extra: [("temporaryHold".to_string(), json!(true))]
+                .into_iter()
+                .collect(),
+        };
+        let resource = r.json_resource_with("http://h", "bkt", Some(&meta));
+        assert_eq!(resource["metageneration"], "3");
+        assert_eq!(resource["etag"], json_etag(7, 3));
+        assert_ne!(resource["etag"], r.json_etag());
+        assert_eq!(resource["storageClass"], "NEARLINE");
+        assert_eq!(resource["temporaryHold"], true);
+        assert_eq!(resource["updated"], "2026-10-08T11:01:00.000Z");
+        assert_eq!(
+            r.json_resource_with("http://h", "bkt", None),
+            r.json_resource("http://h", "bkt")
+        );
     }
 
     #[test]

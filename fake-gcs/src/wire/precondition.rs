@@ -1,6 +1,8 @@
 //! Preconditions on an object's generation: `ifGenerationMatch` (query) or
 //! `x-goog-if-generation-match` (header), and `ifGenerationNotMatch`. `0` means
-//! "only if absent".
+//! "only if absent". [`Conditions`] adds the metageneration's
+//! (`ifMetagenerationMatch`, `ifMetagenerationNotMatch`), and reads a copy's
+//! conditions on its source (`ifSourceGenerationMatch`, ...) as well.
 
 use http::HeaderMap;
 
@@ -53,6 +55,66 @@ impl Preconditions {
     }
 }
 
+/// The four conditions of the JSON API's metadata calls, on a generation and a
+/// metageneration: `ifGenerationMatch`, `ifGenerationNotMatch`,
+/// `ifMetagenerationMatch`, `ifMetagenerationNotMatch` (or, for a copy's source,
+/// the same names with `Source` after `if`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Conditions {
+    /// `ifGenerationMatch`: 0 means "only if absent".
+    pub if_generation_match: Option<i64>,
+    /// `ifGenerationNotMatch`.
+    pub if_generation_not_match: Option<i64>,
+    /// `ifMetagenerationMatch`.
+    pub if_metageneration_match: Option<i64>,
+    /// `ifMetagenerationNotMatch`.
+    pub if_metageneration_not_match: Option<i64>,
+}
+
+impl Conditions {
+    /// The conditions of `query` named `{prefix}GenerationMatch` and so on
+    /// (`prefix` is `if` or `ifSource`); 400 naming the parameter when one is not
+    /// an integer.
+    pub fn parse(query: &Query, prefix: &str) -> Result<Self, Rejection> {
+        let parse = |suffix: &str| -> Result<Option<i64>, Rejection> {
+            let name = format!("{prefix}{suffix}");
+            query
+                .get(&name)
+                .map(|v| {
+                    v.trim().parse::<i64>().map_err(|_| {
+                        Rejection::invalid(format!(
+                            "Invalid argument: {name}={v:?} is not an integer."
+                        ))
+                    })
+                })
+                .transpose()
+        };
+        Ok(Conditions {
+            if_generation_match: parse("GenerationMatch")?,
+            if_generation_not_match: parse("GenerationNotMatch")?,
+            if_metageneration_match: parse("MetagenerationMatch")?,
+            if_metageneration_not_match: parse("MetagenerationNotMatch")?,
+        })
+    }
+
+    /// Whether they hold for a resource whose live generation and metageneration
+    /// are `live` (`None`: absent, which only `ifGenerationMatch=0` and the
+    /// not-match conditions accept).
+    pub fn hold(&self, live: Option<(i64, i64)>) -> bool {
+        let generation = live.map_or(0, |(g, _)| g);
+        let generation_ok = self.if_generation_match.is_none_or(|g| g == generation)
+            && self.if_generation_not_match.is_none_or(|g| g != generation);
+        let metageneration_ok = match live {
+            Some((_, m)) => {
+                self.if_metageneration_match.is_none_or(|c| c == m)
+                    && self.if_metageneration_not_match.is_none_or(|c| c != m)
+            }
+            None => self.if_metageneration_match.is_none(),
+        };
+        generation_ok && metageneration_ok
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +138,27 @@ mod tests {
         };
         assert!(!not.hold(Some(5)) && not.hold(Some(6)) && not.hold(None));
         assert!(Preconditions::default().hold(None));
+    }
+
+    #[test]
+    fn metageneration_and_source_conditions_are_read_by_prefix() {
+        let query = Query::parse(Some(
+            "ifMetagenerationMatch=2&ifSourceGenerationMatch=7&ifGenerationMatch=0",
+        ));
+        let destination = Conditions::parse(&query, "if").unwrap();
+        assert_eq!(destination.if_metageneration_match, Some(2));
+        assert!(
+            !destination.hold(None),
+            "a metageneration condition needs an object"
+        );
+        assert!(
+            !destination.hold(Some((5, 2))),
+            "ifGenerationMatch=0: only if absent"
+        );
+        let source = Conditions::parse(&query, "ifSource").unwrap();
+        assert!(source.hold(Some((7, 1))) && !source.hold(Some((8, 1))));
+        let bad = Query::parse(Some("ifSourceMetagenerationNotMatch=x"));
+        assert!(Conditions::parse(&bad, "ifSource").is_err());
     }
 
     #[test]

@@ -8,6 +8,12 @@
 //! | `/storage/v1/b`, `/storage/v1/b/{bucket}`, `.../o`, `.../o/{object}` | JSON buckets and objects |
 //! | `POST /storage/v1/b/{bucket}/o/{destination}/compose` | JSON compose |
 //! | `/{bucket}`, `/{bucket}/{object}` | XML |
+//!
+//! Any other path under `/storage/v1`, `/upload/storage/v1` or
+//! `/download/storage/v1` is a JSON 404 naming the request, never an XML object
+//! in a bucket named `storage`. The JSON API's metadata requests (bucket
+//! changes, ACLs, IAM, notifications, HMAC keys, ...) are
+//! [`MetaRoute`](crate::wire::MetaRoute)'s; here they are 404s too.
 
 use http::{HeaderMap, Method, Uri};
 
@@ -155,6 +161,14 @@ impl Query {
         self.not_utf8.as_deref()
     }
 
+    /// Every value of `key`, in order (`permissions=a&permissions=b`).
+    pub fn get_all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.pairs
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The first value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs
@@ -283,6 +297,15 @@ impl Request<'_> {
         }
         if let Some(rest) = path.strip_prefix("/storage/v1/b/") {
             return self.json_api(rest);
+        }
+        // The JSON API's other paths (projects, batch, ...) are never objects of
+        // the XML API in a bucket named `storage`, `upload` or `download`.
+        let json_prefixes = ["/storage/v1", "/upload/storage/v1", "/download/storage/v1"];
+        if json_prefixes.iter().any(|p| {
+            path.strip_prefix(p)
+                .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+        }) {
+            return Ok(self.not_found(Api::Json));
         }
         self.xml_api()
     }
@@ -522,6 +545,21 @@ mod tests {
             route(Method::PATCH, "/storage/v1/b/bkt/o/x"),
             Route::Invalid { status: 404, .. }
         ));
+        for path in [
+            "/storage/v1/projects/p/hmacKeys/ID",
+            "/storage/v1/projects/p/unknown",
+            "/upload/storage/v1/projects/p",
+            "/download/storage/v1",
+        ] {
+            assert!(
+                matches!(
+                    route(Method::PUT, path),
+                    Route::Invalid { status: 404, api: Api::Json, ref message }
+                        if message.contains("the fake serves no PUT")
+                ),
+                "{path} fell through to the XML API"
+            );
+        }
         assert!(matches!(
             route(Method::GET, "/"),
             Route::Invalid {
