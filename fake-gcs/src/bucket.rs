@@ -4,8 +4,10 @@
 //!
 //! Per object the fake keeps 88 bytes plus the name (its digests, size,
 //! generation, creation time, component count; a pointer to its content type and
-//! attributes when they are not the defaults) and, only when `keep_bytes` is set
-//! or the object was placed with `FakeGcs::insert_object`, the bytes themselves.
+//! attributes when they are not the defaults, and to what metadata calls changed
+//! once one has) and, only when `keep_bytes` is set or the object was placed with
+//! `FakeGcs::insert_object`, the bytes themselves. A bucket keeps its metadata
+//! ([`BucketMeta`]) beside its objects.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -14,7 +16,8 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 
-use crate::wire::{DEFAULT_CONTENT_TYPE, ListPage, ObjectAttributes, ObjectRecord};
+use crate::metadata::{BucketMeta, DEFAULT_PROJECT, ObjectChanges, ObjectEdit};
+use crate::wire::{DEFAULT_CONTENT_TYPE, ListPage, ObjectAttributes, ObjectMeta, ObjectRecord};
 
 /// A stored object: its record without the name (the bucket's map key already holds
 /// it, and a long replay keeps millions), and the bytes when the fake keeps them.
@@ -32,11 +35,12 @@ pub(crate) struct StoredObject {
 }
 
 /// What an object was described with, when it is more than the default content
-/// type and no attributes.
+/// type and no attributes, or metadata calls changed it.
 #[derive(Debug, Clone)]
 struct Described {
     content_type: Cow<'static, str>,
     attributes: ObjectAttributes,
+    changes: Option<Box<ObjectChanges>>,
 }
 
 impl StoredObject {
@@ -58,6 +62,7 @@ impl StoredObject {
             (content_type, attributes) => Some(Box::new(Described {
                 content_type,
                 attributes: attributes.map(|a| *a).unwrap_or_default(),
+                changes: None,
             })),
         };
         let stored = Self {
@@ -76,6 +81,53 @@ impl StoredObject {
     /// Its length in bytes.
     pub(crate) fn size(&self) -> u64 {
         self.size
+    }
+
+    /// What metadata calls changed, if any has.
+    pub(crate) fn changes(&self) -> Option<&ObjectChanges> {
+        self.described.as_ref()?.changes.as_deref()
+    }
+
+    /// What metadata calls changed on the resource (its metageneration, ...).
+    pub(crate) fn meta(&self) -> Option<&ObjectMeta> {
+        self.changes().map(|c| &c.meta)
+    }
+
+    /// Its metageneration: 1 until a metadata call changes it.
+    pub(crate) fn metageneration(&self) -> i64 {
+        self.meta().map_or(1, |m| m.metageneration)
+    }
+
+    /// Its generation and metageneration, for preconditions.
+    pub(crate) fn live(&self) -> (i64, i64) {
+        (self.generation, self.metageneration())
+    }
+
+    /// Its editable metadata, for a patch or update to change and
+    /// [`set_edit`](Self::set_edit) to put back.
+    pub(crate) fn edit(&self) -> ObjectEdit {
+        let record = self.record("");
+        ObjectEdit {
+            content_type: record.content_type,
+            attributes: record.attributes.map(|a| *a).unwrap_or_default(),
+            changes: self.changes().cloned().unwrap_or_else(|| ObjectChanges {
+                meta: ObjectMeta {
+                    metageneration: 1,
+                    updated_unix_ms: self.created_unix_ms,
+                    ..ObjectMeta::default()
+                },
+                acl: None,
+            }),
+        }
+    }
+
+    /// Puts back metadata [`edit`](Self::edit) took out.
+    pub(crate) fn set_edit(&mut self, edit: ObjectEdit) {
+        self.described = Some(Box::new(Described {
+            content_type: edit.content_type,
+            attributes: edit.attributes,
+            changes: Some(Box::new(edit.changes)),
+        }));
     }
 
     /// The record of this object, stored under `name`.
@@ -139,6 +191,7 @@ impl Objects {
 pub(crate) struct Bucket {
     pub(crate) created_unix_ms: u64,
     pub(crate) objects: BTreeMap<String, StoredObject>,
+    pub(crate) meta: BucketMeta,
 }
 
 /// Sorts after every name that starts with a given prefix (U+10FFFF is the largest
@@ -146,10 +199,17 @@ pub(crate) struct Bucket {
 const AFTER_PREFIX: char = '\u{10FFFF}';
 
 impl Bucket {
+    /// A bucket created at `created_unix_ms`, empty, in the default project.
     pub(crate) fn new(created_unix_ms: u64) -> Self {
+        Self::in_project(DEFAULT_PROJECT, created_unix_ms)
+    }
+
+    /// A bucket created at `created_unix_ms` in `project`, empty.
+    pub(crate) fn in_project(project: &str, created_unix_ms: u64) -> Self {
         Self {
             created_unix_ms,
             objects: BTreeMap::new(),
+            meta: BucketMeta::new(project, created_unix_ms),
         }
     }
 
@@ -204,7 +264,8 @@ impl Bucket {
                     last = Some(format!("{common}{AFTER_PREFIX}"));
                 }
                 None => {
-                    page.objects.push(object.record(name));
+                    page.objects
+                        .push((object.record(name), object.meta().cloned()));
                     last = Some(name.clone());
                 }
             }
@@ -238,7 +299,7 @@ mod tests {
     }
 
     fn names(page: &ListPage) -> Vec<&str> {
-        page.objects.iter().map(|o| o.name.as_str()).collect()
+        page.objects.iter().map(|(o, _)| o.name.as_str()).collect()
     }
 
     #[test]
@@ -300,5 +361,31 @@ mod tests {
         };
         let (name, stored) = StoredObject::new(described.clone(), None);
         assert_eq!(stored.record(&name), described);
+    }
+
+    #[test]
+    fn an_edit_changes_the_metageneration_and_keeps_the_bytes_description() {
+        let record = ObjectRecord {
+            name: "a".into(),
+            generation: 5,
+            size: 3,
+            crc32c: 9,
+            md5: [1; 16],
+            created_unix_ms: 100,
+            content_type: Cow::Borrowed(DEFAULT_CONTENT_TYPE),
+            attributes: None,
+            component_count: None,
+        };
+        let (name, mut stored) = StoredObject::new(record.clone(), None);
+        assert_eq!((stored.live(), stored.meta()), ((5, 1), None));
+        let mut edit = stored.edit();
+        edit.content_type = Cow::Owned("text/plain".into());
+        edit.changed(200);
+        stored.set_edit(edit);
+        assert_eq!(stored.live(), (5, 2));
+        assert_eq!(stored.meta().unwrap().updated_unix_ms, 200);
+        let after = stored.record(&name);
+        assert_eq!(after.content_type, "text/plain");
+        assert_eq!((after.size, after.crc32c, after.md5), (3, 9, [1; 16]));
     }
 }

@@ -4,7 +4,7 @@
 //! reset).
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,6 +15,7 @@ use bytes::Bytes;
 use crate::bucket::{Bucket, Objects, StoredObject};
 use crate::clock::SimClock;
 use crate::faults::{Fault, FaultEngine, FaultPlan, PlanError};
+use crate::metadata::HmacKeys;
 use crate::retry_test::{Instruction, RetryTests};
 use crate::wire::{self, Digests, ObjectAttributes, ObjectRecord, Operation, Sessions};
 
@@ -143,6 +144,11 @@ pub(crate) struct State {
     pub(crate) retry_tests: RetryTests,
     /// Resumable upload sessions; a completed one remembers its object.
     pub(crate) uploads: Sessions<ObjectRecord>,
+    /// Buckets deleted by a request: not created again on first use (until a
+    /// bucket insert or a reset).
+    pub(crate) deleted_buckets: BTreeSet<String>,
+    /// The projects' HMAC keys.
+    pub(crate) hmac_keys: HmacKeys,
     pub(crate) last_generation: i64,
     pub(crate) stats: FakeStats,
 }
@@ -180,6 +186,8 @@ impl State {
             faults: FaultEngine::new(faults, seed),
             retry_tests: RetryTests::new(limits.max_retry_tests),
             uploads: Sessions::new(limits.max_upload_sessions),
+            deleted_buckets: BTreeSet::new(),
+            hmac_keys: HmacKeys::default(),
             last_generation: 0,
             stats: FakeStats::default(),
         }
@@ -195,8 +203,7 @@ impl State {
         now_ms: u64,
         keep_bytes: bool,
     ) -> ObjectRecord {
-        let generation = (self.last_generation + 1).max(now_ms as i64 * 1000);
-        self.last_generation = generation;
+        let generation = self.next_generation(now_ms);
         let record = ObjectRecord {
             name: object.name,
             generation,
@@ -214,6 +221,13 @@ impl State {
             .objects
             .insert(key, stored);
         record
+    }
+
+    /// A new generation, at `now_ms`: strictly more than every one before.
+    pub(crate) fn next_generation(&mut self, now_ms: u64) -> i64 {
+        let generation = (self.last_generation + 1).max(now_ms as i64 * 1000);
+        self.last_generation = generation;
+        generation
     }
 }
 

@@ -15,12 +15,12 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Body, Frame, Incoming};
 
-use crate::api::Served;
+use crate::api::{Served, Then};
 use crate::fake::{FakeGcs, RequestEvent};
 use crate::faults::{Action, Fault};
-use crate::retry_test::UnknownTest;
+use crate::retry_test::{Instruction, UnknownTest};
 use crate::target::Target;
-use crate::wire::{Api, Operation, Query, Reply, Route, error_reply, header};
+use crate::wire::{Api, Operation, Query, Reply, Route, UploadKind, error_reply, header};
 
 /// The body of every response the fake sends.
 pub(crate) type ResponseBody = UnsyncBoxBody<Bytes, io::Error>;
@@ -54,7 +54,11 @@ pub(crate) async fn handle(
         Err(Early::Respond(reply)) => return Ok(track.respond(reply.into(), None)),
         Err(Early::Drop(why)) => return Err(track.drop_connection(why)),
     };
-    let served = fake.serve(&target, &parts.headers, &query, data);
+    let mut served = fake.serve(&target, &parts.headers, &query, data);
+    if let Some(fault) = served.fault.take() {
+        track.fault = Some(fault);
+    }
+    let after = served.then.take().map_or(after, After::from);
     finish(after, served, track, api).await
 }
 
@@ -76,7 +80,14 @@ async fn prepare(
     api: Api,
 ) -> Result<(After, Bytes), Early> {
     let test_id = header(headers, "x-retry-test-id");
-    let action = match fake.arrive(track.operation, track.object.as_deref(), test_id, track.at) {
+    let request = Arrival {
+        op: track.operation,
+        object: track.object.as_deref(),
+        test_id,
+        at: track.at,
+        session: track.session,
+    };
+    let action = match fake.arrive(&request) {
         Ok(decision) => decision.map(|(fault, action)| {
             track.fault = Some(fault);
             action
@@ -186,6 +197,14 @@ async fn finish(
             track.committed |= served.committed;
             tokio::time::sleep(hold).await;
             Err(track.drop_connection("commit then hang"))
+        }
+        After::Drop => {
+            track.committed |= served.committed;
+            Err(track.drop_connection("broken stream"))
+        }
+        After::Delay(hold) => {
+            tokio::time::sleep(hold).await;
+            Ok(track.respond(served, None))
         }
         After::Cut { .. } | After::Stall { .. } if served.reply.body.is_empty() => {
             // Nothing to cut: the stream breaks before the response.
@@ -301,6 +320,10 @@ struct Track {
     fake: FakeGcs,
     at: Duration,
     operation: Operation,
+    /// Whether the request belongs to a resumable session (opens one, or is one
+    /// of its requests): instructions that count a session's bytes wait for the
+    /// API.
+    session: bool,
     bucket: Option<String>,
     object: Option<String>,
     fault: Option<Fault>,
@@ -311,16 +334,22 @@ struct Track {
 
 impl Track {
     fn new(fake: &FakeGcs, at: Duration, target: &Target) -> Self {
-        let route = match target {
-            Target::Api(route) => Some(route),
-            Target::Fake(_) | Target::Control(_) => None,
-        };
+        let (bucket, object) = target.names();
+        let session = matches!(
+            target,
+            Target::Api(Route::ResumableChunk { .. })
+                | Target::Api(Route::Upload {
+                    kind: UploadKind::Resumable,
+                    ..
+                })
+        );
         Track {
             fake: fake.clone(),
             at,
             operation: target.operation(),
-            bucket: route.and_then(Route::bucket).map(str::to_string),
-            object: route.and_then(Route::object).map(str::to_string),
+            session,
+            bucket: bucket.map(str::to_string),
+            object: object.map(str::to_string),
             fault: None,
             status: None,
             committed: false,
@@ -390,6 +419,10 @@ enum After {
     Nothing,
     Replace503,
     Hold(Duration),
+    /// Drop the connection without answering.
+    Drop,
+    /// Wait, then answer.
+    Delay(Duration),
     Cut {
         after: Option<u64>,
     },
@@ -400,15 +433,39 @@ enum After {
     },
 }
 
+impl From<Then> for After {
+    fn from(then: Then) -> Self {
+        match then {
+            Then::Drop => After::Drop,
+            Then::Cut(after) => After::Cut { after: Some(after) },
+            Then::Delay(hold) => After::Delay(hold),
+        }
+    }
+}
+
+/// A request as it arrives, for deciding its fault.
+struct Arrival<'a> {
+    op: Operation,
+    object: Option<&'a str>,
+    test_id: Option<&'a str>,
+    at: Duration,
+    /// Whether it belongs to a resumable session (see [`Track`]).
+    session: bool,
+}
+
 impl FakeGcs {
-    /// Counts the request and decides its fault, in one critical section.
-    fn arrive(
-        &self,
-        op: Operation,
-        object: Option<&str>,
-        test_id: Option<&str>,
-        at: Duration,
-    ) -> Result<Option<(Fault, Action)>, UnknownTest> {
+    /// Counts the request and decides its fault, in one critical section. A
+    /// testbench instruction that counts a session's bytes stays queued for the
+    /// API when the request belongs to a session; one that acts only on sessions
+    /// stays queued for any other request.
+    fn arrive(&self, request: &Arrival<'_>) -> Result<Option<(Fault, Action)>, UnknownTest> {
+        let Arrival {
+            op,
+            object,
+            test_id,
+            at,
+            session,
+        } = *request;
         if !op.is_counted() {
             return Ok(None);
         }
@@ -422,7 +479,11 @@ impl FakeGcs {
         if !op.is_faultable() {
             return Ok(None);
         }
-        let decision = match state.retry_tests.next(test_id, op)? {
+        let leave = |i: &Instruction| match session {
+            true => i.counts_session_bytes(),
+            false => i.only_for_sessions(),
+        };
+        let decision = match state.retry_tests.next(test_id, op, leave)? {
             Some(instruction) => Some((
                 Fault::Scripted(instruction),
                 Action::from_instruction(&instruction),

@@ -81,6 +81,7 @@ mod control;
 mod fake;
 mod faults;
 mod handler;
+mod metadata;
 mod retry_test;
 mod serve;
 mod target;

@@ -24,14 +24,20 @@ use crate::wire::{Api, Operation, Reply, Route, error_reply};
 ///
 /// Instructions (sizes: `K` = KiB, as the testbench uses, or `B` = bytes):
 ///
-/// | instruction | requests with a body (uploads) | requests without one (gets, lists) |
-/// |---|---|---|
-/// | `return-N` | read the body, answer N | answer N |
-/// | `return-reset-connection` | drop the connection | drop the connection |
-/// | `return-broken-stream` | read the body, drop the connection | send half the response body, drop |
-/// | `return-N-after-MK` | read M KiB, answer N | send M KiB of the response, drop |
-/// | `return-broken-stream-after-MK` | read M KiB, drop | send M KiB of the response, drop |
-/// | `stall-for-Ts-after-MK` | read M KiB, wait T seconds, carry on | send M KiB, wait T seconds, carry on |
+/// | instruction | a resumable session's requests | other requests with a body (uploads) | requests without one (gets, lists) |
+/// |---|---|---|---|
+/// | `return-N` | answer N | read the body, answer N | answer N |
+/// | `return-reset-connection` | drop the connection | drop the connection | drop the connection |
+/// | `return-broken-stream` | read the body, drop the connection | read the body, drop the connection | send half the response body, drop |
+/// | `return-N-after-MK` | once the session has M KiB in all: keep the bytes up to M KiB, answer N | read M KiB, answer N | send M KiB of the response, drop |
+/// | `return-broken-stream-after-MK` | once the session has M KiB: keep them, drop the connection | read M KiB, drop | send M KiB of the response, drop |
+/// | `stall-for-Ts-after-MK` | once the session has M KiB: wait T seconds, carry on | read M KiB, wait T seconds, carry on | send M KiB, wait T seconds, carry on |
+/// | `return-broken-stream-final-chunk-after-NB` | on the request that completes the upload (or asks a completed session again): store the object, send N bytes of the answer, drop | stays queued (as in the testbench) | stays queued |
+///
+/// A session's `-after-` instructions count the bytes the session has received in
+/// all, as the testbench does, so they never fire on the request that opens the
+/// session and they force the client to ask the session where it stands and
+/// resume part-way. They stay queued until a request brings the session to M KiB.
 ///
 /// Bounded: at most `Limits::max_retry_tests` tests are kept; the oldest is
 /// forgotten first.
@@ -62,6 +68,32 @@ pub enum Instruction {
         /// Bytes moved first.
         after_bytes: u64,
     },
+    /// `return-broken-stream-final-chunk-after-NB`: the request that completes a
+    /// resumable upload stores the object, then its answer breaks after N bytes.
+    BrokenStreamFinalChunkAfter {
+        /// Bytes of the answer sent.
+        after_bytes: u64,
+    },
+}
+
+impl Instruction {
+    /// Whether, on a resumable session's requests, the instruction counts the
+    /// session's bytes (or waits for its last request) rather than acting when the
+    /// request arrives.
+    pub(crate) fn counts_session_bytes(&self) -> bool {
+        matches!(
+            self,
+            Instruction::ReturnAfter { .. }
+                | Instruction::BrokenStreamAfter { .. }
+                | Instruction::StallAfter { .. }
+                | Instruction::BrokenStreamFinalChunkAfter { .. }
+        )
+    }
+
+    /// Whether it acts only on a resumable session's requests.
+    pub(crate) fn only_for_sessions(&self) -> bool {
+        matches!(self, Instruction::BrokenStreamFinalChunkAfter { .. })
+    }
 }
 
 fn parse_size(s: &str) -> Option<u64> {
@@ -98,6 +130,13 @@ impl FromStr for Instruction {
         }
         if s == "return-broken-stream" {
             return Ok(Instruction::BrokenStream);
+        }
+        if let Some(size) = s.strip_prefix("return-broken-stream-final-chunk-after-") {
+            let after_bytes = size
+                .strip_suffix('B')
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(bad)?;
+            return Ok(Instruction::BrokenStreamFinalChunkAfter { after_bytes });
         }
         if let Some(size) = s.strip_prefix("return-broken-stream-after-") {
             let after_bytes = parse_size(size).ok_or_else(bad)?;
@@ -146,6 +185,9 @@ impl fmt::Display for Instruction {
                 hold.as_secs(),
                 fmt_size(after_bytes)
             ),
+            Instruction::BrokenStreamFinalChunkAfter { after_bytes } => {
+                write!(f, "return-broken-stream-final-chunk-after-{after_bytes}B")
+            }
         }
     }
 }
@@ -294,26 +336,59 @@ impl RetryTests {
         self.scripted.entry(op).or_default().extend(instructions);
     }
 
-    /// The instruction for this request, if any: the header's test first, then the
-    /// scripted queue.
+    /// The instruction for this request, taken off its queue, if any: the
+    /// header's test first, then the scripted queue. An instruction `leave` picks
+    /// stays queued and `None` is returned: the API decides on it once the request
+    /// is read (a resumable session's `-after-` instructions).
     pub(crate) fn next(
         &mut self,
         test_id: Option<&str>,
         op: Operation,
+        leave: impl Fn(&Instruction) -> bool,
     ) -> Result<Option<Instruction>, UnknownTest> {
+        let Some(queue) = self.queue(test_id, op)? else {
+            return Ok(None);
+        };
+        if queue.front().is_some_and(leave) {
+            return Ok(None);
+        }
+        Ok(queue.pop_front())
+    }
+
+    /// The instruction this request would take next, left queued (an unknown test
+    /// has none).
+    pub(crate) fn peek(&mut self, test_id: Option<&str>, op: Operation) -> Option<Instruction> {
+        self.queue(test_id, op).ok().flatten()?.front().copied()
+    }
+
+    /// Takes the instruction [`peek`](Self::peek) saw off its queue.
+    pub(crate) fn pop(&mut self, test_id: Option<&str>, op: Operation) -> Option<Instruction> {
+        self.queue(test_id, op).ok().flatten()?.pop_front()
+    }
+
+    /// The queue a request of `op` takes from: its test's, while that has
+    /// instructions for `op`, then the scripted one; `None` when both are empty.
+    fn queue(
+        &mut self,
+        test_id: Option<&str>,
+        op: Operation,
+    ) -> Result<Option<&mut VecDeque<Instruction>>, UnknownTest> {
+        let RetryTests {
+            tests, scripted, ..
+        } = self;
         if let Some(id) = test_id {
             let test = Self::parse_id(id)
-                .and_then(|n| self.tests.get_mut(&n))
+                .and_then(|n| tests.get_mut(&n))
                 .ok_or(UnknownTest)?;
-            if let Some(i) = test
+            if let Some(queue) = test
                 .instructions
                 .get_mut(op.name())
-                .and_then(VecDeque::pop_front)
+                .filter(|q| !q.is_empty())
             {
-                return Ok(Some(i));
+                return Ok(Some(queue));
             }
         }
-        Ok(self.scripted.get_mut(&op).and_then(VecDeque::pop_front))
+        Ok(scripted.get_mut(&op).filter(|q| !q.is_empty()))
     }
 }
 
@@ -404,6 +479,7 @@ mod tests {
             "return-503-after-256K",
             "return-broken-stream-after-10B",
             "stall-for-10s-after-64K",
+            "return-broken-stream-final-chunk-after-1B",
         ] {
             let i: Instruction = text.parse().unwrap();
             assert_eq!(i.to_string(), text);
@@ -419,6 +495,7 @@ mod tests {
             "return-200",
             "return-5xx",
             "stall-for-x-after-1K",
+            "return-broken-stream-final-chunk-after-1K",
             "explode",
         ] {
             assert!(bad.parse::<Instruction>().is_err(), "{bad}");
@@ -437,24 +514,49 @@ mod tests {
         assert_eq!(created["completed"], false);
         let insert = Operation::ObjectsInsert;
         tests.script(insert, [Instruction::Return(500)]);
-        assert_eq!(tests.next(Some(&id), Operation::ObjectsGet).unwrap(), None);
         assert_eq!(
-            tests.next(Some(&id), insert).unwrap(),
+            tests
+                .next(Some(&id), Operation::ObjectsGet, |_| false)
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            tests.next(Some(&id), insert, |_| false).unwrap(),
             Some(Instruction::Return(503))
         );
         assert_eq!(
-            tests.next(None, insert).unwrap(),
+            tests.next(None, insert, |_| false).unwrap(),
             Some(Instruction::Return(500))
         );
         assert_eq!(
-            tests.next(Some(&id), insert).unwrap(),
+            tests.next(Some(&id), insert, |_| false).unwrap(),
             Some(Instruction::ResetConnection)
         );
-        assert_eq!(tests.next(Some(&id), insert).unwrap(), None);
+        assert_eq!(tests.next(Some(&id), insert, |_| false).unwrap(), None);
         assert_eq!(tests.get_json(&id).unwrap()["completed"], true);
-        assert!(tests.next(Some("rt-99999999"), insert).is_err());
+        assert!(tests.next(Some("rt-99999999"), insert, |_| false).is_err());
         assert!(tests.delete(&id));
         assert!(tests.get_json(&id).is_none());
+    }
+
+    #[test]
+    fn an_instruction_left_for_the_api_stays_queued_until_taken() {
+        let mut tests = RetryTests::new(10);
+        let created = tests
+            .create_json(br#"{"instructions": {"storage.objects.insert": ["return-503-after-256K", "return-408"]}}"#)
+            .unwrap();
+        let id = created["id"].as_str().unwrap().to_string();
+        let insert = Operation::ObjectsInsert;
+        let counted = |i: &Instruction| i.counts_session_bytes();
+        assert_eq!(tests.next(Some(&id), insert, counted).unwrap(), None);
+        let first = tests.peek(Some(&id), insert);
+        assert_eq!(first, Some("return-503-after-256K".parse().unwrap()));
+        assert_eq!(tests.pop(Some(&id), insert), first);
+        assert_eq!(
+            tests.next(Some(&id), insert, counted).unwrap(),
+            Some(Instruction::Return(408))
+        );
+        assert_eq!(tests.get_json(&id).unwrap()["completed"], true);
     }
 
     #[test]

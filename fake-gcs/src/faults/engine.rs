@@ -128,6 +128,11 @@ impl Action {
                 hold,
                 resume: true,
             },
+            // Left queued off a resumable session's requests (see
+            // `Instruction::only_for_sessions`); were one taken, it breaks the answer.
+            Instruction::BrokenStreamFinalChunkAfter { after_bytes } => Action::BrokenStream {
+                after: Some(after_bytes),
+            },
         }
     }
 }

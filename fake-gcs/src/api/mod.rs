@@ -3,30 +3,64 @@
 //! ([`crate::wire`]); what is here is the bucket side: does the bucket exist, do the
 //! preconditions hold against the live generation, what is stored, composed,
 //! listed, read or deleted.
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | the requests that move object bytes ([`Route`]): uploads, resumable sessions (and the testbench instructions that count their bytes), reads, lists, deletes, compose |
+//! | `buckets.rs` | bucket insert, get, list, patch, update, delete, retention lock, IAM, notifications |
+//! | `acl.rs` | bucket, default object and object access control lists |
+//! | `objects.rs` | object patch, update, copy and rewrite |
+//! | `projects.rs` | HMAC keys and the service account |
+
+mod acl;
+mod buckets;
+mod objects;
+mod projects;
 
 use std::num::NonZeroU32;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use http::HeaderMap;
+use serde_json::{Map, Value};
 
 use crate::bucket::Bucket;
 use crate::fake::{FakeGcs, NewObject, State};
+use crate::faults::Fault;
+use crate::retry_test::Instruction;
 use crate::target::Target;
 use crate::wire::{
-    self, Api, Compose, Declared, Digests, ListQuery, MAX_COMPONENTS, ObjectRecord, Preconditions,
-    Progress, Query, Rejection, Reply, RequestHead, Route, Session, Upload, UploadKind,
-    error_reply, etag_matches, header, resolve_range,
+    self, Api, ChunkRange, Compose, Conditions, Declared, Digests, ListQuery, MAX_COMPONENTS,
+    MetaRoute, ObjectMeta, ObjectRecord, Operation, Preconditions, Progress, Query, Rejection,
+    Reply, RequestHead, Route, Session, Upload, UploadKind, error_reply, etag_matches, header,
+    parse_content_range, resolve_range,
 };
 
 /// What serving a request did: the reply and, for the request log, whether it wrote
 /// an object and the bucket and object it turned out to name (a multipart upload
-/// names its object in the body, a resumable session's requests name neither).
+/// names its object in the body, a resumable session's requests name neither); and
+/// a testbench instruction the API took, with what it does to the answer.
 #[derive(Debug)]
 pub(crate) struct Served {
     pub(crate) reply: Reply,
     pub(crate) committed: bool,
     pub(crate) bucket: Option<String>,
     pub(crate) object: Option<String>,
+    /// The instruction taken while serving (a resumable session's `-after-`).
+    pub(crate) fault: Option<Fault>,
+    /// What it does to the answer.
+    pub(crate) then: Option<Then>,
+}
+
+/// How an instruction taken while serving changes the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// Drop the connection without answering.
+    Drop,
+    /// Send this many bytes of the answer's body, then drop the connection.
+    Cut(u64),
+    /// Wait this long, then answer.
+    Delay(Duration),
 }
 
 impl From<Reply> for Served {
@@ -36,11 +70,31 @@ impl From<Reply> for Served {
             committed: false,
             bucket: None,
             object: None,
+            fault: None,
+            then: None,
         }
     }
 }
 
 const NO_SESSION: &str = "No such upload session.";
+
+/// The message of a status a testbench instruction answers part-way through a
+/// resumable upload.
+const FAULT_DURING_UPLOAD: &str = "Fault injected during a resumable upload (retry test \
+    instruction): the session keeps the bytes up to the instruction's size; ask it where \
+    it stands and resume.";
+
+/// Where a session request's bytes start, from its `Content-Range` (at the bytes
+/// received so far when it has none); `None` when it brings no bytes.
+fn chunk_start(content_range: Option<&str>, received: u64) -> Option<u64> {
+    let Some(value) = content_range else {
+        return Some(received);
+    };
+    match parse_content_range(value)?.range {
+        ChunkRange::Bytes(first, _) | ChunkRange::From(first) => Some(first),
+        ChunkRange::Empty => None,
+    }
+}
 
 /// Why a download or compose cannot have an object's bytes.
 const NO_BYTES: &str = "This fake keeps only digests of objects written by requests \
@@ -74,6 +128,9 @@ impl FakeGcs {
         match target {
             Target::Fake(_) => unreachable!("the fake's control API is served without the lock"),
             Target::Control(control) => ctx.state.retry_tests.answer(control, &data).into(),
+            Target::Meta(meta) => ctx
+                .meta(meta, &data)
+                .unwrap_or_else(|rejection| rejection.reply(Api::Json).into()),
             Target::Api(route) => {
                 let api = route.api();
                 ctx.route(route, data)
@@ -145,33 +202,74 @@ impl Ctx<'_> {
         self.state.buckets.contains_key(name)
     }
 
+    /// Creates the bucket when the fake creates buckets on first use and a request
+    /// has not deleted it.
     fn ensure_bucket(&mut self, name: &str) {
-        if self.fake.inner.auto_create_buckets && !self.state.buckets.contains_key(name) {
+        if self.fake.inner.auto_create_buckets
+            && !self.state.buckets.contains_key(name)
+            && !self.state.deleted_buckets.contains(name)
+        {
             self.state
                 .buckets
                 .insert(name.to_string(), Bucket::new(self.now_ms));
         }
     }
 
-    fn buckets_list(&self) -> Reply {
-        let items = self
-            .state
+    /// The bucket, existing (or created on first use); 404 otherwise.
+    fn existing(&mut self, name: &str) -> Result<&mut Bucket, Rejection> {
+        self.ensure_bucket(name);
+        self.state
             .buckets
-            .iter()
-            .map(|(name, b)| wire::bucket_resource(&self.base, name, b.created_unix_ms))
-            .collect();
-        Reply::json(200, &wire::bucket_list(items))
+            .get_mut(name)
+            .ok_or_else(|| Rejection::NoSuchBucket(name.to_string()))
     }
 
-    fn bucket_get(&mut self, bucket: &str) -> Result<Reply, Rejection> {
-        if !self.bucket(bucket) {
-            return Err(Rejection::NoSuchBucket(bucket.to_string()));
+    /// The body as a JSON object (an empty body is an empty object); 400 otherwise.
+    fn json_body(data: &[u8]) -> Result<Map<String, Value>, Rejection> {
+        if data.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Map::new());
         }
-        let created = self.state.buckets[bucket].created_unix_ms;
-        Ok(Reply::json(
-            200,
-            &wire::bucket_resource(&self.base, bucket, created),
-        ))
+        match serde_json::from_slice(data) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(_) => Err(Rejection::invalid(
+                "The request body must be a JSON object.",
+            )),
+            Err(e) => Err(Rejection::invalid(format!(
+                "The request body is not JSON: {e}"
+            ))),
+        }
+    }
+
+    /// Whether the request asks for the full projection (ACLs shown).
+    fn full_projection(&self) -> bool {
+        self.query.get("projection") == Some("full")
+    }
+
+    /// Serves a metadata request with its body.
+    fn meta(&mut self, route: &MetaRoute, data: &[u8]) -> Result<Served, Rejection> {
+        match route {
+            MetaRoute::BucketInsert => self.bucket_insert(data).map(Into::into),
+            MetaRoute::Bucket { bucket, verb } => self.bucket_change(bucket, *verb, data),
+            MetaRoute::LockRetentionPolicy { bucket } => self.lock_retention(bucket),
+            MetaRoute::Iam { bucket, set } => self.iam(bucket, *set, data).map(Into::into),
+            MetaRoute::TestIamPermissions { bucket } => self.test_permissions(bucket),
+            MetaRoute::Notifications { bucket, id, verb } => {
+                self.notifications(bucket, id.as_deref(), *verb, data)
+            }
+            MetaRoute::Acl { .. } => self.acl(route, data),
+            MetaRoute::Object { bucket, name, verb } => {
+                self.object_change(bucket, name, *verb, data)
+            }
+            MetaRoute::Copy { .. } => self.copy(route, data),
+            MetaRoute::HmacKeys {
+                project,
+                access_id,
+                verb,
+            } => self.hmac_keys(project, access_id.as_deref(), *verb, data),
+            MetaRoute::ServiceAccount { .. } => {
+                Ok(Reply::json(200, &crate::metadata::service_account()).into())
+            }
+        }
     }
 
     fn list(&mut self, api: Api, bucket: &str) -> Result<Reply, Rejection> {
@@ -200,9 +298,10 @@ impl Ctx<'_> {
         media: bool,
         head: bool,
     ) -> Result<Reply, Rejection> {
-        let (record, bytes) = self.find(bucket, name)?;
+        let (record, bytes, meta) = self.find(bucket, name)?;
         if !media {
-            return Ok(Reply::json(200, &record.json_resource(&self.base, bucket)));
+            let resource = self.object_resource(bucket, &record, meta.as_ref());
+            return Ok(Reply::json(200, &resource));
         }
         let etag = record.etag(api);
         if api == Api::Xml
@@ -213,14 +312,16 @@ impl Ctx<'_> {
         self.download(api, &record, bytes.as_ref(), etag, head)
     }
 
-    /// The live object `bucket/name` and its bytes (when kept), if it is the
-    /// generation asked for and the preconditions hold.
+    /// The live object `bucket/name`, its bytes (when kept) and what metadata
+    /// calls changed on it, if it is the generation asked for and the
+    /// preconditions hold.
     fn find(
         &mut self,
         bucket: &str,
         name: &str,
-    ) -> Result<(ObjectRecord, Option<Bytes>), Rejection> {
+    ) -> Result<(ObjectRecord, Option<Bytes>, Option<ObjectMeta>), Rejection> {
         let pre = Preconditions::parse(self.query, self.headers)?;
+        let conditions = Conditions::parse(self.query, "if")?;
         let generation = self.query.get("generation");
         if !self.bucket(bucket) {
             return Err(Rejection::NoSuchBucket(bucket.to_string()));
@@ -236,10 +337,14 @@ impl Ctx<'_> {
         if generation.is_some_and(|g| g != object.generation.to_string()) {
             return Err(no_such_object());
         }
-        if !pre.hold(Some(object.generation)) {
+        if !pre.hold(Some(object.generation)) || !conditions.hold(Some(object.live())) {
             return Err(Rejection::PreconditionFailed);
         }
-        Ok((object.record(name), object.bytes.clone()))
+        Ok((
+            object.record(name),
+            object.bytes.clone(),
+            object.meta().cloned(),
+        ))
     }
 
     /// `If-Match` (412 unless it matches) and `If-None-Match` (304 when it matches)
@@ -307,6 +412,7 @@ impl Ctx<'_> {
 
     fn delete(&mut self, bucket: &str, name: &str) -> Result<Reply, Rejection> {
         let pre = Preconditions::parse(self.query, self.headers)?;
+        let conditions = Conditions::parse(self.query, "if")?;
         self.ensure_bucket(bucket);
         let state = &mut *self.state;
         let Some(b) = state.buckets.get_mut(bucket) else {
@@ -318,7 +424,7 @@ impl Ctx<'_> {
                 name: name.to_string(),
             });
         };
-        if !pre.hold(Some(object.generation)) {
+        if !pre.hold(Some(object.generation)) || !conditions.hold(Some(object.live())) {
             state.stats.precondition_failures += 1;
             return Err(Rejection::PreconditionFailed);
         }
@@ -359,8 +465,8 @@ impl Ctx<'_> {
         Ok(Served {
             reply: wire::uploaded(upload.api, &self.base, &upload.bucket, &record),
             committed: true,
-            bucket: None,
             object: Some(record.name),
+            ..Served::from(Reply::new(200))
         })
     }
 
@@ -375,8 +481,11 @@ impl Ctx<'_> {
         let now_ms = self.now_ms;
         let state = &mut *self.state;
         let b = &state.buckets[&compose.bucket];
-        let current = b.objects.get(&compose.destination).map(|o| o.generation);
-        if !compose.preconditions.hold(current) {
+        let current = b.objects.get(&compose.destination);
+        let conditions = Conditions::parse(self.query, "if")?;
+        if !compose.preconditions.hold(current.map(|o| o.generation))
+            || !conditions.hold(current.map(|o| o.live()))
+        {
             state.stats.precondition_failures += 1;
             return Err(Rejection::PreconditionFailed);
         }
@@ -393,8 +502,8 @@ impl Ctx<'_> {
         Ok(Served {
             reply: Reply::json(200, &record.json_resource(&self.base, &compose.bucket)),
             committed: true,
-            bucket: None,
             object: Some(record.name),
+            ..Served::from(Reply::new(200))
         })
     }
 
@@ -476,23 +585,23 @@ impl Ctx<'_> {
 
     /// One request of a resumable session: a chunk, the last one (which stores the
     /// object), or a status query. A completed session answers with its object
-    /// again.
+    /// again. A testbench instruction that counts the session's bytes acts here
+    /// (see [`Instruction`]).
     fn resumable_chunk(&mut self, upload_id: &str, data: Bytes) -> Result<Served, Rejection> {
-        let max_bytes = self.fake.inner.limits.max_request_bytes;
-        let content_range = header(self.headers, "content-range");
-        let declared_now = Declared::from_headers(self.headers);
         let Some(session) = self.state.uploads.get_mut(upload_id) else {
             return Err(Rejection::status(404, NO_SESSION));
         };
         let (bucket, name) = (session.upload.bucket.clone(), session.upload.name.clone());
-        let served = if let Some(record) = &session.finalized {
-            Reply::json(200, &record.json_resource(&self.base, &bucket)).into()
-        } else {
-            match session.accept(content_range, &data, max_bytes) {
-                Err(rejection) => rejection.reply(Api::Json).into(),
-                Ok(Progress::Incomplete) => wire::incomplete(upload_id, session.received()).into(),
-                Ok(Progress::Complete) => self.finalize(upload_id, declared_now),
+        let served = match self.counted_instruction() {
+            Some(Instruction::BrokenStreamFinalChunkAfter { after_bytes }) => {
+                let served = self.chunk(upload_id, &data);
+                match served.reply.status {
+                    200 => self.taken(served, Some(Then::Cut(after_bytes))),
+                    _ => served,
+                }
             }
+            Some(instruction) => self.counted_chunk(upload_id, instruction, &data),
+            None => self.chunk(upload_id, &data),
         };
         // The request log names the session's object: the path names none.
         Ok(Served {
@@ -500,6 +609,95 @@ impl Ctx<'_> {
             object: Some(name),
             ..served
         })
+    }
+
+    /// One request of session `upload_id`, taken as it comes.
+    fn chunk(&mut self, upload_id: &str, data: &[u8]) -> Served {
+        let max_bytes = self.fake.inner.limits.max_request_bytes;
+        let content_range = header(self.headers, "content-range");
+        let declared_now = Declared::from_headers(self.headers);
+        let Some(session) = self.state.uploads.get_mut(upload_id) else {
+            return Rejection::status(404, NO_SESSION).reply(Api::Json).into();
+        };
+        if let Some(record) = &session.finalized {
+            let resource = record.json_resource(&self.base, &session.upload.bucket);
+            return Reply::json(200, &resource).into();
+        }
+        match session.accept(content_range, data, max_bytes) {
+            Err(rejection) => rejection.reply(Api::Json).into(),
+            Ok(Progress::Incomplete) => wire::incomplete(upload_id, session.received()).into(),
+            Ok(Progress::Complete) => self.finalize(upload_id, declared_now),
+        }
+    }
+
+    /// The next testbench instruction of this request's test (or the scripted
+    /// queue) for uploads, when it is one that counts a session's bytes; left
+    /// queued.
+    fn counted_instruction(&mut self) -> Option<Instruction> {
+        let test_id = header(self.headers, "x-retry-test-id");
+        self.state
+            .retry_tests
+            .peek(test_id, Operation::ObjectsInsert)
+            .filter(Instruction::counts_session_bytes)
+    }
+
+    /// A session request under an `-after-MK` instruction: when the session
+    /// reaches M KiB with this request (or had already), the session keeps the
+    /// bytes up to M KiB and the instruction acts (answers its status, breaks the
+    /// stream, or stalls then carries on); otherwise the request is taken as it
+    /// comes and the instruction waits.
+    fn counted_chunk(&mut self, upload_id: &str, instruction: Instruction, data: &[u8]) -> Served {
+        let threshold = match instruction {
+            Instruction::ReturnAfter { after_bytes, .. }
+            | Instruction::BrokenStreamAfter { after_bytes }
+            | Instruction::StallAfter { after_bytes, .. } => after_bytes,
+            _ => return self.chunk(upload_id, data),
+        };
+        let content_range = header(self.headers, "content-range");
+        let Some(session) = self.state.uploads.get_mut(upload_id) else {
+            return self.chunk(upload_id, data);
+        };
+        let received = session.received();
+        let first = chunk_start(content_range, received);
+        let reaches = |f: u64| f <= received && f + data.len() as u64 >= threshold;
+        if session.finalized.is_some() || (received < threshold && !first.is_some_and(reaches)) {
+            return self.chunk(upload_id, data);
+        }
+        if let Instruction::StallAfter { hold, .. } = instruction {
+            let served = self.chunk(upload_id, data);
+            return self.taken(served, Some(Then::Delay(hold)));
+        }
+        if let Some(first) = first.filter(|_| received < threshold) {
+            // The bytes up to the threshold land; the rest of the request does not.
+            let kept = (threshold - first) as usize;
+            let range = format!("bytes {first}-{}/*", threshold - 1);
+            let max_bytes = self.fake.inner.limits.max_request_bytes;
+            let _ = session.accept(Some(&range), &data[..kept], max_bytes);
+        }
+        match instruction {
+            Instruction::ReturnAfter { status, .. } => {
+                let reply = error_reply(Api::Json, status, Some(FAULT_DURING_UPLOAD));
+                self.taken(reply.into(), None)
+            }
+            _ => self.taken(Reply::new(200).into(), Some(Then::Drop)),
+        }
+    }
+
+    /// Takes the instruction [`counted_instruction`](Self::counted_instruction)
+    /// saw off its queue and counts it; `served` then carries it and what it does.
+    fn taken(&mut self, served: Served, then: Option<Then>) -> Served {
+        let test_id = header(self.headers, "x-retry-test-id");
+        let state = &mut *self.state;
+        let Some(instruction) = state.retry_tests.pop(test_id, Operation::ObjectsInsert) else {
+            return served;
+        };
+        let fault = Fault::Scripted(instruction);
+        *state.stats.by_fault.entry(fault.label()).or_default() += 1;
+        Served {
+            fault: Some(fault),
+            then,
+            ..served
+        }
     }
 
     /// Stores a session's completed upload; the session then remembers the object,
