@@ -103,6 +103,20 @@ pub async fn send(
     headers: &[(&str, &str)],
     body: impl Into<Bytes>,
 ) -> Raw {
+    try_send(base, method, path, headers, body)
+        .await
+        .expect("the fake answers")
+}
+
+/// One request to `base`, read whole; the client's error when the connection
+/// breaks before the whole answer arrives.
+pub async fn try_send(
+    base: &str,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Bytes>,
+) -> Result<Raw, reqwest::Error> {
     install_crypto();
     let mut request = reqwest::Client::new()
         .request(method, format!("{base}{path}"))
@@ -110,12 +124,12 @@ pub async fn send(
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
-    let response = request.send().await.expect("the fake answers");
+    let response = request.send().await?;
     let (status, headers) = (response.status(), response.headers().clone());
-    let mut raw = Raw::new(response.bytes().await.expect("the body arrives"));
+    let mut raw = Raw::new(response.bytes().await?);
     *raw.status_mut() = status;
     *raw.headers_mut() = headers;
-    raw
+    Ok(raw)
 }
 
 /// reqwest is built without a bundled TLS provider, and building a client needs
