@@ -33,6 +33,12 @@ pub struct Counters {
     pub restart_total: Duration,
     pub restart_max: Duration,
     pub restarts: u64,
+    /// From starting the relay to its `listening` line, over every restart.
+    pub start_total: Duration,
+    pub start_max: Duration,
+    /// crashfs's power losses alone (each renames every surviving file).
+    pub power_loss_total: Duration,
+    pub power_loss_max: Duration,
     pub elapsed: Duration,
     /// Deploys that did not end with exit 0 within the grace, and the like.
     pub failures: Vec<String>,
@@ -121,8 +127,7 @@ async fn play(world: &mut World<'_>, round: &Round, counters: &mut Counters) -> 
         Event::Quiet => return Ok(()),
         Event::PowerLoss { seed, remount } => {
             world.relay.kill().await?;
-            world.disk.power_loss(seed).await?;
-            counters.power_losses += 1;
+            power_loss(world, seed, counters).await?;
             if remount {
                 world.disk.remount().await?;
                 counters.remounts += 1;
@@ -148,7 +153,9 @@ async fn play(world: &mut World<'_>, round: &Round, counters: &mut Counters) -> 
             )
         }
     };
-    world.relay.start(&why).await?;
+    let start = world.relay.start(&why).await?;
+    counters.start_total += start;
+    counters.start_max = counters.start_max.max(start);
     let took = began.elapsed();
     world.note(format_args!(
         "relay listening {why}, {took:?} after the signal"
@@ -156,6 +163,21 @@ async fn play(world: &mut World<'_>, round: &Round, counters: &mut Counters) -> 
     counters.restarts += 1;
     counters.restart_total += took;
     counters.restart_max = counters.restart_max.max(took);
+    Ok(())
+}
+
+/// crashfs loses power (the relay must be dead), timed.
+async fn power_loss(
+    world: &mut World<'_>,
+    seed: u64,
+    counters: &mut Counters,
+) -> anyhow::Result<()> {
+    let began = Instant::now();
+    world.disk.power_loss(seed).await?;
+    let took = began.elapsed();
+    counters.power_losses += 1;
+    counters.power_loss_total += took;
+    counters.power_loss_max = counters.power_loss_max.max(took);
     Ok(())
 }
 
@@ -201,8 +223,7 @@ async fn first_boot(
     )?;
     let why = format!("first boot {n}, killed {kill_after:?} after its start");
     fresh.start_and_kill(kill_after, &why).await?;
-    world.disk.power_loss(seed).await?;
-    counters.power_losses += 1;
+    power_loss(world, seed, counters).await?;
     world.note(format_args!("{why}; power lost"));
     fresh
         .start(&format!("first boot {n}, after the power loss"))

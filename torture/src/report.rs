@@ -94,8 +94,20 @@ impl Report<'_> {
         );
         let _ = writeln!(
             out,
-            "relay restarts {}: mean {:.0?}, longest {:.0?} (signal to listening)",
-            c.restarts, mean, c.restart_max
+            "relay restarts {}: mean {:.0?}, longest {:.0?} (signal to listening); of which the \
+             relay's start mean {:.0?}, longest {:.0?}; crashfs's power loss mean {:.0?}, longest \
+             {:.0?}",
+            c.restarts,
+            mean,
+            c.restart_max,
+            c.start_total
+                .checked_div(c.restarts.max(1) as u32)
+                .unwrap_or_default(),
+            c.start_max,
+            c.power_loss_total
+                .checked_div(c.power_losses.max(1) as u32)
+                .unwrap_or_default(),
+            c.power_loss_max,
         );
     }
 
