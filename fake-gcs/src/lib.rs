@@ -17,6 +17,12 @@
 //!   `delimiter`, `maxResults`, `pageToken`); `GET /storage/v1/b[/{b}]`; `DELETE`;
 //!   `POST /storage/v1/b/{b}/o/{o}/compose` (composite objects, with Cloud
 //!   Storage's non-MD5 ETags and `componentCount`).
+//! - The JSON API's metadata calls, kept in memory ([`wire::MetaRoute`]): bucket
+//!   insert, patch, update and delete (with a metageneration and its
+//!   preconditions), the retention lock, IAM policies and permissions, bucket,
+//!   default object and object ACLs, notification configurations, object patch,
+//!   update, copy and rewrite, HMAC keys and the service account. Any other
+//!   path under `/storage/v1` is a JSON 404 naming the request.
 //! - XML API: `PUT`/`GET`/`HEAD`/`DELETE /{b}/{o}` (percent-decoded names; `ETag` =
 //!   quoted hex MD5; `x-goog-generation`, `x-goog-hash`, `Last-Modified`; `Range`,
 //!   `If-Match`, `If-None-Match`) and `GET /{b}?list-type=2` (what `object_store`
@@ -29,7 +35,9 @@
 //! - Declared digests (`x-goog-hash`, multipart metadata `crc32c`/`md5Hash`,
 //!   `Content-MD5`) are checked: a mismatch is 400 and nothing is stored.
 //! - The storage-testbench control API (`/retry_test`, `x-retry-test-id`), see
-//!   [`Instruction`].
+//!   [`Instruction`]: enough of it, and of the API, that Google's retry
+//!   conformance scenarios pass through the official clients
+//!   (`clients/conformance/`).
 //! - Its own control API under `/_fake/`: fault windows relative to now
 //!   ([`FakeGcs::add_faults`]), a reset ([`FakeGcs::reset`]) and the statistics as
 //!   JSON ([`FakeStats`]).
@@ -62,9 +70,10 @@
 //! | `serve.rs` | connections: any byte stream, or a real listener |
 //! | `target.rs` | what a request asks for: the fake's control API, the testbench's, or Cloud Storage's |
 //! | `handler.rs` | one request: its fault decided and applied, its body read, its fate recorded |
-//! | `api.rs` | the JSON and XML APIs against the state, under the lock |
+//! | `api/` | the JSON and XML APIs against the state, under the lock (`mod.rs`: object bytes; `buckets.rs`, `acl.rs`, `objects.rs`, `projects.rs`: metadata calls) |
 //! | `bucket.rs` | what a bucket holds, listing in name order |
-//! | `faults.rs` | [`FaultPlan`]: fault windows and capacity, one seeded RNG |
+//! | `metadata/` | bucket metadata (fields, metageneration, IAM, notifications), ACLs, object edits, HMAC keys |
+//! | `faults/` | [`FaultPlan`]: fault windows and capacity, one seeded RNG |
 //! | `retry_test.rs` | the storage-testbench control API and its [`Instruction`]s |
 //! | `control.rs` | the fake's own control API (`/_fake/faults`, `/_fake/reset`, `/_fake/stats`) |
 //! | `clock.rs` | [`SimClock`], [`TokioClock`] |
