@@ -144,7 +144,12 @@ async fn play(world: &mut World<'_>, round: &Round, counters: &mut Counters) -> 
             deploy(world.relay, counters).await?;
             format!("after deploy {}", counters.deploys)
         }
-        Event::FirstBoot { seed, kill_after } => {
+        Event::FirstBoot { seed, at } => {
+            // The relay's mean start so far (before any: 40 ms).
+            let mean = (counters.start_total)
+                .checked_div(counters.restarts as u32)
+                .unwrap_or(Duration::from_millis(40));
+            let kill_after = mean.mul_f64(at);
             world.relay.kill().await?;
             first_boot(world, seed, kill_after, counters).await?;
             format!(
@@ -173,12 +178,31 @@ async fn power_loss(
     counters: &mut Counters,
 ) -> anyhow::Result<()> {
     let began = Instant::now();
-    world.disk.power_loss(seed).await?;
+    let lost = world.disk.power_loss(seed).await?;
     let took = began.elapsed();
+    world.note(format_args!(
+        "power loss {}: {}",
+        counters.power_losses + 1,
+        produced(&lost)
+    ));
     counters.power_losses += 1;
     counters.power_loss_total += took;
     counters.power_loss_max = counters.power_loss_max.max(took);
     Ok(())
+}
+
+/// The crash states a power loss produced, those above zero, as `name=count`.
+fn produced(lost: &crashfs::PowerLoss) -> String {
+    let value = serde_json::to_value(lost).unwrap_or_default();
+    let mut parts = Vec::new();
+    for fields in [&value, &value["crash_states"]] {
+        for (name, count) in fields.as_object().into_iter().flatten() {
+            if count.as_u64().is_some_and(|n| n > 0) && name != "power_losses" {
+                parts.push(format!("{name}={count}"));
+            }
+        }
+    }
+    parts.join(" ")
 }
 
 /// SIGTERM: the relay must exit 0 within its grace.

@@ -59,8 +59,9 @@ impl CrashDisk {
     }
 
     /// Cuts the power (every process using the mount must be dead), the decisions
-    /// drawn from `seed`; returns once the mount serves the durable state.
-    pub async fn power_loss(&mut self, seed: u64) -> anyhow::Result<()> {
+    /// drawn from `seed`; returns once the mount serves the durable state, with
+    /// what this power loss produced.
+    pub async fn power_loss(&mut self, seed: u64) -> anyhow::Result<crashfs::PowerLoss> {
         let mount = self.mount.clone().context("crashfs is not mounted")?;
         let lost = tokio::task::spawn_blocking(move || mount.power_loss_with_seed(seed))
             .await?
@@ -70,7 +71,7 @@ impl CrashDisk {
         p.zero_length_after_rename += lost.zero_length_after_rename;
         p.blocks_reverted += lost.blocks_reverted;
         p.stale_handles += lost.stale_handles;
-        Ok(())
+        Ok(lost)
     }
 
     /// Unmounts (nothing may use the mount) and mounts again over the same backing

@@ -71,11 +71,43 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run(args)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(e) => {
+    // On SIGINT or SIGTERM the run is dropped: every child process is killed (they
+    // are spawned with kill_on_drop) and crashfs unmounted (Mount's Drop, or lazily
+    // after it when a killed process still held it).
+    let interrupted = async {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    };
+    let mountpoint = args.paths().map(|p| p.work.join("mnt"));
+    let result = runtime.block_on(async {
+        tokio::select! {
+            result = run(args) => Some(result),
+            () = interrupted => None,
+        }
+    });
+    match result {
+        Some(Ok(true)) => ExitCode::SUCCESS,
+        Some(Ok(false)) => ExitCode::from(1),
+        Some(Err(e)) => {
             eprintln!("torture: {e:#}");
+            ExitCode::from(2)
+        }
+        None => {
+            // The relay may not have been reaped when the mount was dropped.
+            if let Ok(mountpoint) = mountpoint
+                && let Err(e) = disk::unmount_stale(&mountpoint)
+            {
+                eprintln!("torture: {e:#}");
+            }
+            eprintln!("torture: interrupted; its processes are killed and crashfs unmounted");
             ExitCode::from(2)
         }
     }

@@ -5,9 +5,9 @@
 //! | event | share | what happens |
 //! |---|---|---|
 //! | power loss | 60% | SIGKILL the relay, cut crashfs's power (its own seed), sometimes unmount and mount again, restart the relay |
-//! | kill | 15% | SIGKILL the relay, restart it (the page cache kept) |
+//! | kill | 10% | SIGKILL the relay, restart it (the page cache kept) |
 //! | deploy | 10% | SIGTERM: it must exit 0 within its grace; restart it |
-//! | first boot | 5% | SIGKILL the relay; start a second relay on a new directory of the mount and SIGKILL it 0.5 to 60 ms later (while it creates its spool); cut the power; that relay must then start on what is left and stop on SIGTERM; restart the relay |
+//! | first boot | 10% | SIGKILL the relay; start a second relay on a new directory of the mount and SIGKILL it while it creates its spool (at 5% to 120% of the relay's mean start time so far); cut the power; that relay must then start on what is left and stop on SIGTERM; restart the relay |
 //! | quiet | 10% | nothing: the round only ran (and maybe had an outage) |
 //!
 //! An outage (in 35% of rounds) is a fault window on the fake's writes from a moment
@@ -21,7 +21,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// What ends a round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Event {
     /// SIGKILL, power loss decided by `seed`, restart; `remount`: unmount and mount
     /// crashfs again before the restart.
@@ -30,9 +30,10 @@ pub enum Event {
     Kill,
     /// SIGTERM, which must end the relay with 0 within its grace; restart.
     Deploy,
-    /// A power loss during a relay's first boot on a new directory, `kill_after`
-    /// its start; decided by `seed`.
-    FirstBoot { seed: u64, kill_after: Duration },
+    /// A power loss during a relay's first boot on a new directory, killed at
+    /// `at` times the relay's mean start time (measured: the moment its directories
+    /// are created depends on the machine) after its start; decided by `seed`.
+    FirstBoot { seed: u64, at: f64 },
     /// Nothing.
     Quiet,
 }
@@ -58,7 +59,7 @@ pub struct Outage {
 }
 
 /// One round of the schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Round {
     /// How long the writers run before the event.
     pub run_for: Duration,
@@ -103,11 +104,11 @@ impl Schedule {
                 seed: rng.random(),
                 remount: rng.random_bool(0.1),
             },
-            60..75 => Event::Kill,
-            75..85 => Event::Deploy,
-            85..90 => Event::FirstBoot {
+            60..70 => Event::Kill,
+            70..80 => Event::Deploy,
+            80..90 => Event::FirstBoot {
                 seed: rng.random(),
-                kill_after: log_uniform_ms(rng, 0.5, 60.0),
+                at: rng.random_range(0.05..1.2),
             },
             _ => Event::Quiet,
         };
@@ -162,21 +163,18 @@ mod tests {
         for event in [Event::Kill, Event::Deploy, Event::Quiet] {
             assert!(count(&|r| r.event == event) > 800, "{event:?}");
         }
-        let first_boots = all.iter().filter_map(|r| match r.event {
-            Event::FirstBoot { kill_after, .. } => Some(kill_after),
-            _ => None,
-        });
-        let first_boots: Vec<Duration> = first_boots.collect();
+        let first_boots: Vec<f64> = (all.iter())
+            .filter_map(|r| match r.event {
+                Event::FirstBoot { at, .. } => Some(at),
+                _ => None,
+            })
+            .collect();
         assert!(
-            (350..650).contains(&first_boots.len()),
+            (800..1_200).contains(&first_boots.len()),
             "{}",
             first_boots.len()
         );
-        assert!(
-            first_boots
-                .iter()
-                .all(|d| d.as_micros() >= 500 && d.as_millis() <= 60)
-        );
+        assert!(first_boots.iter().all(|at| (0.05..1.2).contains(at)));
         for mix in [Mix::Unavailable, Mix::Flaky, Mix::Hangs] {
             assert!(
                 count(&|r| r.outage.is_some_and(|o| o.mix == mix)) > 800,
