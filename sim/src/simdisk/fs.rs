@@ -37,6 +37,7 @@ use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
 
+use crashfs::model::{Fate, draw_fate, failed_sync_keeps, keep_in_order, mixed_bytes};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use spool::disk::Contents;
@@ -133,47 +134,8 @@ impl Op {
 }
 
 /// What power losses produced, over the life of a disk: the crash states a run
-/// reached.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct CrashStates {
-    /// Power losses.
-    pub power_losses: u64,
-    /// Namespace operations never synced that survived anyway.
-    pub unsynced_ops_kept: u64,
-    /// Namespace operations never synced that were lost.
-    pub unsynced_ops_lost: u64,
-    /// Renames that survived without a directory sync (a put persisted before it
-    /// could be acknowledged).
-    pub renames_kept_unsynced: u64,
-    /// Directories where some, but not all, unsynced removals survived.
-    pub removal_batches_split: u64,
-    /// Files whose unsynced data was lost whole (the durable version came back).
-    pub unsynced_data_lost: u64,
-    /// Files that came back with zero length although they held data.
-    pub zero_length_files: u64,
-    /// Files that came back at their new size with some blocks zero-filled.
-    pub zero_filled_files: u64,
-    /// Files whose unsynced data survived whole.
-    pub unsynced_data_kept: u64,
-    /// Directories that vanished because their own entry was not durable.
-    pub directories_lost: u64,
-}
-
-impl CrashStates {
-    /// Adds `other` into `self`.
-    pub fn add(&mut self, other: &CrashStates) {
-        self.power_losses += other.power_losses;
-        self.unsynced_ops_kept += other.unsynced_ops_kept;
-        self.unsynced_ops_lost += other.unsynced_ops_lost;
-        self.renames_kept_unsynced += other.renames_kept_unsynced;
-        self.removal_batches_split += other.removal_batches_split;
-        self.unsynced_data_lost += other.unsynced_data_lost;
-        self.zero_length_files += other.zero_length_files;
-        self.zero_filled_files += other.zero_filled_files;
-        self.unsynced_data_kept += other.unsynced_data_kept;
-        self.directories_lost += other.directories_lost;
-    }
-}
+/// reached. The crash file system counts the same (one model: `crashfs::model`).
+pub use crashfs::model::CrashStates;
 
 /// The whole file system of one host.
 #[derive(Debug)]
@@ -615,7 +577,7 @@ impl Fs {
         let set = self.sync_set(dir.as_os_str());
         let keep = match fail {
             None => set.len(),
-            Some(rng) => rng.random_range(0..=set.len()),
+            Some(rng) => failed_sync_keeps(rng, set.len()),
         };
         let (kept, dropped) = set.split_at(keep);
         for &i in dropped {
@@ -725,17 +687,19 @@ impl Fs {
 
     /// Keeps a random prefix of each directory's pending operations.
     fn settle_journal(&mut self, rng: &mut ChaCha8Rng, states: &mut CrashStates) {
-        let keep_probability: f64 = rng.random();
-        let mut cut: BTreeSet<OsString> = BTreeSet::new();
+        let (dropped, pending): (Vec<Op>, Vec<Op>) = std::mem::take(&mut self.journal)
+            .into_iter()
+            .partition(|op| op.state == OpState::Dropped);
+        for op in &dropped {
+            self.release_journal_refs(op);
+        }
+        let touched = pending
+            .iter()
+            .map(|op| op.changes.iter().map(|c| c.dir.clone()).collect::<Vec<_>>());
+        let keeps = keep_in_order(rng, touched);
         // Per directory: (unlinks kept, unlinks lost).
         let mut unlinks: BTreeMap<OsString, (u64, u64)> = BTreeMap::new();
-        for op in std::mem::take(&mut self.journal) {
-            if op.state == OpState::Dropped {
-                self.release_journal_refs(&op);
-                continue;
-            }
-            let blocked = op.changes.iter().any(|c| cut.contains(&c.dir));
-            let kept = !blocked && rng.random_bool(keep_probability);
+        for (op, kept) in pending.iter().zip(keeps) {
             if op.unlink {
                 let e = unlinks.entry(op.changes[0].dir.clone()).or_default();
                 if kept { e.0 += 1 } else { e.1 += 1 }
@@ -745,13 +709,10 @@ impl Fs {
                 if op.rename {
                     states.renames_kept_unsynced += 1;
                 }
-                self.apply_durable(&op);
+                self.apply_durable(op);
             } else {
                 states.unsynced_ops_lost += 1;
-                for c in &op.changes {
-                    cut.insert(c.dir.clone());
-                }
-                self.release_journal_refs(&op);
+                self.release_journal_refs(op);
             }
         }
         states.removal_batches_split += unlinks
@@ -810,31 +771,15 @@ impl Fs {
                 states.unsynced_data_lost += 1;
                 continue;
             }
-            let outcome = match rng.random_range(0..4u8) {
-                0 => {
-                    states.unsynced_data_lost += 1;
-                    file.durable().clone()
-                }
-                1 => {
-                    states.unsynced_data_kept += 1;
-                    file.live.clone()
-                }
-                2 => {
-                    states.zero_length_files += 1;
-                    Contents::default()
-                }
-                _ => {
-                    states.zero_filled_files += 1;
-                    let mut data = file.live.to_vec();
-                    for (i, chunk) in data.chunks_mut(block).enumerate() {
-                        if rng.random_bool(0.5) {
-                            let from = i * block;
-                            for (j, b) in chunk.iter_mut().enumerate() {
-                                *b = file.durable().get(from + j).unwrap_or(0);
-                            }
-                        }
-                    }
-                    Contents::from(data)
+            let fate = draw_fate(rng, file.live.len() as u64, block as u64);
+            states.count_fate(&fate);
+            let outcome = match fate {
+                Fate::Lost => file.durable().clone(),
+                Fate::Kept => file.live.clone(),
+                Fate::ZeroLength => Contents::default(),
+                Fate::Mixed { revert } => {
+                    let durable = file.durable().to_vec();
+                    Contents::from(mixed_bytes(&file.live.to_vec(), &durable, block, &revert))
                 }
             };
             file.settle(outcome);
