@@ -171,8 +171,7 @@ impl Disk for StdDisk {
     fn create_dir_all<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, ()> {
         let dir = dir.to_path_buf();
         Box::pin(blocking(move || {
-            let missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
-            for created in missing.into_iter().rev() {
+            for created in missing_ancestors(&dir) {
                 match std::fs::create_dir(created) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -323,6 +322,17 @@ impl Disk for StdDisk {
     }
 }
 
+/// The directories `dir` needs created, outermost first: it and its ancestors that
+/// do not exist. A relative path's last ancestor is "", which is not one.
+fn missing_ancestors(dir: &Path) -> Vec<&Path> {
+    let mut missing: Vec<&Path> = (dir.ancestors())
+        .filter(|d| !d.as_os_str().is_empty())
+        .take_while(|d| !d.exists())
+        .collect();
+    missing.reverse();
+    missing
+}
+
 /// Most blocking threads one [`Disk::remove_all`] uses at once.
 const REMOVE_THREADS: usize = 4;
 /// Fewest removals worth a blocking thread of their own.
@@ -458,6 +468,20 @@ mod tests {
         };
         let err = write_all_vectored(&mut full, [b"a", b"b"]).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::WriteZero);
+    }
+
+    /// A relative path's last ancestor is "", which `create_dir` refuses: a relative
+    /// spool directory that did not exist yet could not be opened.
+    #[test]
+    fn a_relative_directory_needs_its_own_components_created_not_the_empty_path() {
+        let dir = Path::new("no-such-directory-here/spool");
+        assert_eq!(
+            missing_ancestors(dir),
+            [Path::new("no-such-directory-here"), dir]
+        );
+        let root = tempfile::tempdir().unwrap();
+        let deep = root.path().join("a/b");
+        assert_eq!(missing_ancestors(&deep), [root.path().join("a"), deep.clone()]);
     }
 
     #[tokio::test]
