@@ -482,6 +482,7 @@ async fn objects_are_patched_updated_copied_and_rewritten_under_their_preconditi
         (xml.header("x-goog-meta-j"), xml.header("cache-control")),
         (Some("w"), Some("no-store"))
     );
+    assert_eq!(xml.header("x-goog-metageneration"), Some("2"));
     assert_eq!(xml.text(), "hello");
     let listed = expect(
         &call(&base, Method::GET, "/storage/v1/b/bkt/o", Value::Null).await,

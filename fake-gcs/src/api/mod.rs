@@ -309,7 +309,18 @@ impl Ctx<'_> {
         {
             return Ok(reply);
         }
-        self.download(api, &record, bytes.as_ref(), etag, head)
+        let mut reply = self.download(api, &record, bytes.as_ref(), etag, head)?;
+        if let Some(meta) = meta {
+            // A metadata call changed the object: its headers say which metageneration.
+            let shown = reply
+                .headers
+                .iter_mut()
+                .find(|(n, _)| n == "x-goog-metageneration");
+            if let Some((_, value)) = shown {
+                *value = meta.metageneration.to_string();
+            }
+        }
+        Ok(reply)
     }
 
     /// The live object `bucket/name`, its bytes (when kept) and what metadata
