@@ -127,6 +127,15 @@ fn client_message(error: &UploadError) -> String {
             "The relay's spool stopped taking writes after a failed directory sync and is \
               reopening itself (its log says why); retry the request."
         }
+        UploadError::Refused(StoreError::Refused { status, .. }) => {
+            // The client's text names the upstream's URL: the operator's, not the
+            // client's business.
+            tracing::warn!(target: "spool_relay", error = %error, "upstream refused an upload");
+            return match status {
+                Some(status) => format!("The upstream store refused the write (HTTP {status})."),
+                None => "The upstream store refused the write.".to_string(),
+            };
+        }
         other => return other.to_string(),
     };
     tracing::warn!(target: "spool_relay", error = %error, "upload not made safe");

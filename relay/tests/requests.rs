@@ -138,3 +138,37 @@ async fn a_body_declared_over_the_limit_is_refused_before_it_is_read() {
     let answer = String::from_utf8_lossy(&answer[..n]);
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
 }
+
+#[tokio::test]
+async fn a_refusal_passed_through_keeps_its_status_but_not_the_upstreams_url() {
+    let mut faults = fake_gcs::FaultPlan::none();
+    faults.refusals.push(fake_gcs::Refusal {
+        prefix: "secret/".into(),
+        status: 403,
+    });
+    let config = fake_gcs::FakeGcsConfig {
+        buckets: vec![BUCKET.to_string()],
+        faults,
+        ..fake_gcs::FakeGcsConfig::default()
+    };
+    let fake = fake_gcs::FakeGcs::new(config, Arc::new(fake_gcs::TokioClock::start())).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let fake_base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(fake.serve_tcp(listener));
+    let dir = tempfile::tempdir().unwrap();
+    let base = relay_on(dir.path(), Arc::new(FaultDisk::default()), &fake_base).await;
+    let url = format!("{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=secret/x");
+    let response = reqwest::Client::new()
+        .post(url)
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    let body = response.text().await.unwrap();
+    assert!(
+        !body.contains(&fake_base),
+        "the answer names the upstream: {body}"
+    );
+    assert!(body.contains("HTTP 403"), "{body}");
+}
