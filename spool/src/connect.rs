@@ -92,11 +92,16 @@ pub fn store_from_url(
             if !root.is_absolute() {
                 return Err(bad("file:// URLs take an absolute path: file:///PATH"));
             }
-            std::fs::create_dir_all(root)
+            crate::disk::create_dir_all_durably(root)
                 .map_err(|e| bad(&format!("cannot create {rest}: {e}")))?;
             let store =
                 object_store::local::LocalFileSystem::new_with_prefix(root).map_err(client)?;
-            Ok(Arc::new(store))
+            let store = Arc::new(store);
+            let synced = SyncedPuts {
+                local: store.clone(),
+                root: root.to_path_buf(),
+            };
+            Ok(crate::hooked::HookedStore::wrap(store, synced))
         }
         "memory" => Ok(Arc::new(object_store::memory::InMemory::new())),
         other => Err(ConnectError::Unsupported {
@@ -153,4 +158,51 @@ mod tests {
         assert!(store_from_url("gs://bkt", Some("127.0.0.1:4443")).is_ok());
         assert!(store_from_url("memory://", None).is_ok());
     }
+}
+
+/// Makes every write to a local directory durable before it is answered:
+/// `object_store`'s `LocalFileSystem` writes a temp file and renames it without an
+/// fsync, so a drain that removed its spool entry once the write returned could lose
+/// the object at a power loss. After the write: fsync the file, then every directory
+/// from its own up to the store's root (the directories it may have created).
+#[derive(Debug)]
+struct SyncedPuts {
+    local: Arc<object_store::local::LocalFileSystem>,
+    root: std::path::PathBuf,
+}
+
+#[async_trait::async_trait]
+impl crate::hooked::PutHook for SyncedPuts {
+    async fn put(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        location: &object_store::path::Path,
+        payload: object_store::PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        let result = inner.put_opts(location, payload, opts).await?;
+        let file = self.local.path_to_filesystem(location)?;
+        let root = self.root.clone();
+        let synced = tokio::task::spawn_blocking(move || sync_file_and_dirs(&file, &root)).await;
+        match synced {
+            Ok(Ok(())) => Ok(result),
+            Ok(Err(e)) => Err(object_store::Error::Generic {
+                store: "LocalFileSystem",
+                source: Box::new(e),
+            }),
+            Err(e) => Err(object_store::Error::JoinError { source: e }),
+        }
+    }
+}
+
+/// fsync of `file`, then of each directory from its parent up to `root`.
+fn sync_file_and_dirs(file: &std::path::Path, root: &std::path::Path) -> std::io::Result<()> {
+    std::fs::File::open(file)?.sync_all()?;
+    for dir in file.ancestors().skip(1) {
+        std::fs::File::open(dir)?.sync_all()?;
+        if dir == root {
+            break;
+        }
+    }
+    Ok(())
 }

@@ -49,6 +49,8 @@ pub mod drainer;
 pub mod entry;
 pub mod error;
 pub mod format;
+#[cfg(any(feature = "testing", feature = "connect"))]
+pub mod hooked;
 pub mod inspect;
 pub mod metrics;
 pub mod name;

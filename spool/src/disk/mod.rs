@@ -170,21 +170,7 @@ async fn blocking<T: Send + 'static>(
 impl Disk for StdDisk {
     fn create_dir_all<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, ()> {
         let dir = dir.to_path_buf();
-        Box::pin(blocking(move || {
-            for created in missing_ancestors(&dir) {
-                match std::fs::create_dir(created) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                    Err(e) => return Err(e),
-                }
-                let parent = created
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .unwrap_or(Path::new("."));
-                File::open(parent)?.sync_all()?;
-            }
-            Ok(())
-        }))
+        Box::pin(blocking(move || create_dir_all_durably(&dir)))
     }
 
     fn create_synced<'a>(&'a self, path: &'a Path, data: Contents) -> DiskFuture<'a, ()> {
@@ -320,6 +306,25 @@ impl Disk for StdDisk {
             Ok(data)
         }))
     }
+}
+
+/// Creates `dir` and any missing parents, each made durable in its parent (the
+/// parent synced after the create): what [`Disk::create_dir_all`] promises, for
+/// callers outside the seam too (`connect`'s `file://` stores).
+pub(crate) fn create_dir_all_durably(dir: &Path) -> io::Result<()> {
+    for created in missing_ancestors(dir) {
+        match std::fs::create_dir(created) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+        let parent = created
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        File::open(parent)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// The directories `dir` needs created, outermost first: it and its ancestors that
@@ -481,7 +486,10 @@ mod tests {
         );
         let root = tempfile::tempdir().unwrap();
         let deep = root.path().join("a/b");
-        assert_eq!(missing_ancestors(&deep), [root.path().join("a"), deep.clone()]);
+        assert_eq!(
+            missing_ancestors(&deep),
+            [root.path().join("a"), deep.clone()]
+        );
     }
 
     #[tokio::test]

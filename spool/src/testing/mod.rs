@@ -12,16 +12,15 @@
 mod clock;
 pub mod conformance;
 mod disk;
-mod hooked;
 mod store;
 pub mod tools;
 
 use std::path::Path;
 use std::sync::Arc;
 
+pub use crate::hooked::{HookedStore, PutHook};
 pub use clock::ManualClock;
 pub use disk::{FaultDisk, MemDisk, Op};
-pub use hooked::{HookedStore, PutHook};
 pub use store::{Flakiness, FlakyStore, Mode};
 
 /// A spool on a [`MemDisk`] with a manual clock, and the disk for inspection.

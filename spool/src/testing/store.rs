@@ -14,7 +14,7 @@ use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, PutOptions, PutPayload, PutResult};
 
-use super::hooked::{HookedStore, PutHook};
+use crate::hooked::{HookedStore, PutHook};
 
 /// How a [`FlakyStore`] answers writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

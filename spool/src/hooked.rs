@@ -1,7 +1,8 @@
-//! [`HookedStore`]: the one delegating object store of the tests and the bench.
-//! Every call goes to the wrapped store, except writes (`put_opts`), which a
-//! [`PutHook`] decides: fail them, hold them, lie about them, or pass them on. Test
-//! doubles differ only in what they do to a write, so each is a hook, not another
+//! [`HookedStore`]: the one delegating object store of the library, its tests and
+//! the bench. Every call goes to the wrapped store, except writes (`put_opts`),
+//! which a [`PutHook`] decides: make them durable (`connect`'s `file://` stores),
+//! fail them, hold them, lie about them (test doubles), or pass them on. Wrappers
+//! differ only in what they do to a write, so each is a hook, not another
 //! hand-written list of a dozen delegating methods.
 
 use std::sync::Arc;
