@@ -341,7 +341,7 @@ pub fn simulate_spread(
         .build()?
         .block_on(results.read_all())?;
     let merged = crate::sweep::merge(&files)?;
-    crate::report::sweep::write(dir, &merged, spread.target_overflow)
+    crate::report::sweep::write(dir, &merged, spread.target_overflow, "peak_bytes")
 }
 
 /// The table `sim plan --outage-p99` prints: the closed form at each quantile, and

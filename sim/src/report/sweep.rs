@@ -29,6 +29,8 @@ pub const METRICS: &[&str] = &[
     "peak_oldest_age_seconds",
     "drain_seconds",
     "rejected",
+    "store_requests",
+    "store_shed",
 ];
 
 /// The value of `metric` in a run's figures: `drain_seconds` is infinite when the
@@ -40,6 +42,8 @@ pub fn metric_value(figures: &Figures, metric: &str) -> Option<f64> {
         "peak_oldest_age_seconds" => figures.peak_oldest_age_seconds,
         "drain_seconds" => figures.drain_seconds.unwrap_or(f64::INFINITY),
         "rejected" => figures.rejected as f64,
+        "store_requests" => figures.store_requests as f64,
+        "store_shed" => figures.store_shed as f64,
         _ => return None,
     })
 }
@@ -103,11 +107,13 @@ pub struct Finding {
     pub replay: String,
 }
 
-/// Writes the report of the merged `results` into `dir`; returns its summary.
+/// Writes the report of the merged `results` into `dir`, charting `metric` against
+/// the first swept key; returns its summary.
 pub fn write(
     dir: &Path,
     results: &[RunResult],
     target_overflow: f64,
+    metric: &str,
 ) -> anyhow::Result<SweepSummary> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let summary = summarize(results, target_overflow);
@@ -116,7 +122,7 @@ pub fn write(
     std::fs::write(dir.join("runs.csv"), runs_csv(results)).context("cannot write runs.csv")?;
     let mut charts = Vec::new();
     charts.extend(overflow_chart(dir, &summary, results)?);
-    charts.extend(metric_chart(dir, &summary)?);
+    charts.extend(metric_chart(dir, &summary, metric)?);
     std::fs::write(dir.join("sweep.md"), markdown(&summary, &charts))
         .context("cannot write sweep.md")?;
     Ok(summary)
@@ -292,36 +298,63 @@ fn overflow_chart(
     super::charts::render_sweep(dir, &chart, &lines).map(Some)
 }
 
-/// The median of the figure `peak_bytes` against the first swept key, when the
-/// variants set one and its values are numbers.
-fn metric_chart(dir: &Path, summary: &SweepSummary) -> anyhow::Result<Option<(String, String)>> {
-    let labels: Vec<&str> = summary
-        .variants
-        .iter()
-        .map(|v| v.variant.as_str())
-        .collect();
-    let points: Option<Vec<(f64, f64)>> = labels
-        .iter()
-        .zip(&summary.variants)
-        .map(|(label, v)| {
-            let first = label.split(',').next()?;
-            let value: f64 = first.split_once('=')?.1.parse().ok()?;
-            Some((value, v.figures.get("peak_bytes")?.p50))
+/// The median of `metric` against the first swept key (numbers on the axis, or the
+/// values in order when they are not numbers), one line per value of the other keys.
+fn metric_chart(
+    dir: &Path,
+    summary: &SweepSummary,
+    metric: &str,
+) -> anyhow::Result<Option<(String, String)>> {
+    let settings: Vec<Vec<(&str, &str)>> = (summary.variants.iter())
+        .map(|v| {
+            v.variant
+                .split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .collect()
         })
         .collect();
-    let Some(points) = points.filter(|p| p.len() > 1) else {
+    let Some(key) = settings.first().and_then(|s| s.first()).map(|(k, _)| *k) else {
         return Ok(None);
     };
-    let key = labels[0].split('=').next().unwrap_or_default().to_string();
-    let title = format!("Median peak bytes by {key}");
+    let mut categories: Vec<String> = Vec::new();
+    for s in &settings {
+        let value = s[0].1.to_string();
+        if !categories.contains(&value) {
+            categories.push(value);
+        }
+    }
+    let numeric = categories.iter().all(|c| c.parse::<f64>().is_ok());
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for (s, v) in settings.iter().zip(&summary.variants) {
+        let Some(p) = v.figures.get(metric).filter(|p| p.p50.is_finite()) else {
+            continue;
+        };
+        let x = match numeric {
+            true => s[0].1.parse().unwrap_or(0.0),
+            false => categories.iter().position(|c| c == s[0].1).unwrap_or(0) as f64,
+        };
+        let rest: Vec<String> = s[1..].iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let name = if rest.is_empty() {
+            format!("{metric} (median)")
+        } else {
+            rest.join(",")
+        };
+        match lines.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, points)) => points.push((x, p.p50)),
+            None => lines.push((name, vec![(x, p.p50)])),
+        }
+    }
+    if lines.iter().all(|(_, p)| p.len() < 2) {
+        return Ok(None);
+    }
+    let title = format!("{metric} (median over seeds) by {key}");
     let chart = super::charts::SweepChart {
         file: "sweep.png",
         title: &title,
-        x_label: &key,
-        y_label: "peak bytes (median)",
-        categories: &[],
+        x_label: key,
+        y_label: metric,
+        categories: if numeric { &[] } else { &categories },
     };
-    let lines = [("p50 peak bytes".to_string(), points)];
     super::charts::render_sweep(dir, &chart, &lines).map(Some)
 }
 
@@ -337,7 +370,27 @@ fn markdown(summary: &SweepSummary, charts: &[(String, String)]) -> String {
         id.scenario_hash,
         id.build
     );
-    md.push_str("## Findings\n\n");
+    md.push_str("| variant | runs | findings | drain (p50) | peak bytes (p50) | oldest age (p50) | store requests (p50) | shed (p50) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for v in &summary.variants {
+        let p50 = |name: &str| {
+            v.figures
+                .get(name)
+                .map_or("-".to_string(), |p| show_value(name, p.p50))
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            v.variant,
+            v.runs,
+            v.findings,
+            p50("drain_seconds"),
+            p50("peak_bytes"),
+            p50("peak_oldest_age_seconds"),
+            p50("store_requests"),
+            p50("store_shed")
+        );
+    }
+    md.push_str("\n## Findings\n\n");
     if summary.findings.is_empty() {
         md.push_str("None: every run held every invariant.\n\n");
     }

@@ -70,6 +70,10 @@ pub struct Figures {
     pub drain_seconds: Option<f64>,
     /// The spool's cap on bytes in this run.
     pub max_bytes: u64,
+    /// Requests the store served (new writes, drain writes, retries).
+    pub store_requests: u64,
+    /// Requests the store's capacity shed.
+    pub store_shed: u64,
 }
 
 /// One run's result file.

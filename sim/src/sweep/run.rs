@@ -48,6 +48,8 @@ pub fn run_one(plan: &Plan, variant: usize, seed: u64) -> RunResult {
                 peak_oldest_age_seconds: report.peak_oldest_age_seconds,
                 drain_seconds: report.drain_seconds,
                 max_bytes,
+                store_requests: report.store.requests,
+                store_shed: report.store.shed,
             };
             (outcome, Some(figures))
         }

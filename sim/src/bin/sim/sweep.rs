@@ -45,6 +45,9 @@ pub struct SweepArgs {
     /// that keeps overflow at or below it (e.g. 1%).
     #[arg(long, default_value = "1%", value_parser = parse_share)]
     target_overflow: f64,
+    /// The figure to chart (its median over seeds) against the first swept key.
+    #[arg(long, default_value = "drain_seconds", value_parser = clap::builder::PossibleValuesParser::new(sim::report::sweep::METRICS))]
+    metric: String,
 }
 
 #[derive(Debug, Args)]
@@ -60,6 +63,9 @@ pub struct MergeArgs {
     /// Share of runs allowed to fill the spool (e.g. 1%).
     #[arg(long, default_value = "1%", value_parser = parse_share)]
     target_overflow: f64,
+    /// The figure to chart (its median over seeds) against the first swept key.
+    #[arg(long, default_value = "drain_seconds", value_parser = clap::builder::PossibleValuesParser::new(sim::report::sweep::METRICS))]
+    metric: String,
 }
 
 pub fn parse_share(text: &str) -> Result<f64, String> {
@@ -148,7 +154,7 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
         );
         return Ok(findings.is_empty());
     }
-    report(&results, &dir, args.target_overflow)
+    report(&results, &dir, args.target_overflow, &args.metric)
 }
 
 pub fn merge(args: MergeArgs) -> anyhow::Result<bool> {
@@ -156,7 +162,7 @@ pub fn merge(args: MergeArgs) -> anyhow::Result<bool> {
     let files = read_all(&location)?;
     let scenario = sim::sweep::merge(&files)?[0].sweep.scenario.clone();
     let dir = args.out.unwrap_or_else(|| default_dir(&scenario));
-    report(&location, &dir, args.target_overflow)
+    report(&location, &dir, args.target_overflow, &args.metric)
 }
 
 fn default_dir(scenario: &str) -> PathBuf {
@@ -172,9 +178,14 @@ fn read_all(location: &Location) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
 
 /// Merges the results at `location` and writes the report into `dir`; true when
 /// no run is a finding.
-fn report(location: &Location, dir: &Path, target_overflow: f64) -> anyhow::Result<bool> {
+fn report(
+    location: &Location,
+    dir: &Path,
+    target_overflow: f64,
+    metric: &str,
+) -> anyhow::Result<bool> {
     let merged = sim::sweep::merge(&read_all(location)?)?;
-    let summary = sim::report::sweep::write(dir, &merged, target_overflow)?;
+    let summary = sim::report::sweep::write(dir, &merged, target_overflow, metric)?;
     for v in &summary.variants {
         let p = |name: &str| {
             v.figures.get(name).map_or("-".to_string(), |p| {
