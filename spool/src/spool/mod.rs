@@ -61,8 +61,10 @@ pub struct SpoolConfig {
     /// payload). Default 1 GiB. Must be at least 1.
     pub max_bytes: u64,
     /// Removals of drained entries are made durable with one directory sync per this
-    /// many removals. A power loss can bring back at most this many drained entries;
-    /// they are sent again and answered "already exists", costing one request each.
+    /// many removals. A power loss can bring back the drained entries whose removal
+    /// was not yet synced: fewer than this many since the last sync, plus the batch
+    /// the remover was deleting and those queued for it; they are sent again and
+    /// answered "already exists", costing one request each.
     /// Default 64. Set to 1 to sync after every removal.
     pub remove_sync_batch: u32,
 }
