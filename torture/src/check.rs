@@ -14,12 +14,14 @@
 //!   it had acknowledged. Except when the Node client's last status query had
 //!   failed without an answer: it then gives up with the same words whatever the
 //!   server holds (a client bug, clients/torture/node_status_query_reset.js), and
-//!   such an upload is reported apart.
+//!   such an upload is reported apart; so is one whose status query was answered
+//!   200 (complete) and whose object is in the bucket as written (the same client
+//!   code takes that answer for 0 bytes).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::fake::Object;
-use crate::ledger::{Answer, Attempt, Uncaught};
+use crate::ledger::{Answer, Attempt, StatusQuery, Uncaught};
 
 /// Texts of client errors that mean the server lost bytes it had acknowledged, or
 /// answered with the checksums of other bytes than the client sent.
@@ -49,6 +51,11 @@ pub struct Findings {
     /// clients/torture/node_status_query_reset.js). Reported, not failures: the
     /// writer was told an error, not that its write was safe.
     pub client_gave_up_unanswered: Vec<String>,
+    /// Node uploads given up the same way after the status query answered 200: the
+    /// upload was complete (its answer had been lost) and the object is in the
+    /// bucket as written, but the client takes a 200 to a status query for "0 bytes"
+    /// (the same client code). Reported, not failures.
+    pub client_gave_up_complete: Vec<String>,
 }
 
 /// One acknowledged write that the bucket does not hold as written.
@@ -85,8 +92,14 @@ pub fn check(attempts: &[Attempt], uncaught: &[Uncaught], objects: &[Object]) ->
         {
             judged.insert((&attempt.writer, attempt.seq));
             let what = format!("{} {:?}: {text}", attempt.writer, attempt.name);
-            match attempt.status_query_unanswered {
-                Some(true) => findings.client_gave_up_unanswered.push(what),
+            let stored = by_name
+                .get(attempt.name.as_str())
+                .is_some_and(|o| differences(attempt, o).is_empty());
+            match attempt.status_query {
+                Some(StatusQuery::Unanswered) => findings.client_gave_up_unanswered.push(what),
+                Some(StatusQuery::Answered(200 | 201)) if stored => {
+                    findings.client_gave_up_complete.push(what)
+                }
                 _ => findings.aborted_for_lost_bytes.push(what),
             }
         }
@@ -194,7 +207,7 @@ mod tests {
             cache_control: Some("no-store".into()),
             metadata: BTreeMap::from([("k".into(), "v".into())]),
             answer,
-            status_query_unanswered: None,
+            status_query: None,
         }
     }
 
@@ -293,7 +306,7 @@ mod tests {
                 code: None,
             },
         );
-        gave_up.status_query_unanswered = Some(true);
+        gave_up.status_query = Some(StatusQuery::Unanswered);
         let thrown = Uncaught {
             writer: gave_up.writer.clone(),
             seq: gave_up.seq,
@@ -302,8 +315,16 @@ mod tests {
         let found = check(std::slice::from_ref(&gave_up), &[thrown], &[]);
         assert!(found.is_clean(), "{found:?}");
         assert_eq!(found.client_gave_up_unanswered.len(), 1);
-        // Answered by the server with fewer bytes: an abort.
-        gave_up.status_query_unanswered = Some(false);
+        // Answered 200 (complete), the object in the bucket as written: reported
+        // apart; not in the bucket: an abort (the 200 said it was safe).
+        gave_up.status_query = Some(StatusQuery::Answered(200));
+        let found = check(std::slice::from_ref(&gave_up), &[], &[object_of(&gave_up)]);
+        assert!(found.is_clean(), "{found:?}");
+        assert_eq!(found.client_gave_up_complete.len(), 1);
+        let found = check(std::slice::from_ref(&gave_up), &[], &[]);
+        assert_eq!(found.aborted_for_lost_bytes.len(), 1);
+        // Answered 308 with fewer bytes: an abort.
+        gave_up.status_query = Some(StatusQuery::Answered(308));
         let found = check(&[gave_up], &[], &[]);
         assert_eq!(found.aborted_for_lost_bytes.len(), 1);
         assert!(found.client_gave_up_unanswered.is_empty());

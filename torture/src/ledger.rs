@@ -33,10 +33,18 @@ pub struct Attempt {
     pub cache_control: Option<String>,
     pub metadata: BTreeMap<String, String>,
     pub answer: Answer,
-    /// For a failed Node upload: whether the client's last resumable status query
-    /// failed without an answer (`Some(true)`), was answered (`Some(false)`), or none
-    /// was sent (`None`).
-    pub status_query_unanswered: Option<bool>,
+    /// For a failed Node upload: what the client's last resumable status query got
+    /// (`None`: none was sent).
+    pub status_query: Option<StatusQuery>,
+}
+
+/// What a resumable status query (`PUT`, `Content-Range: bytes */*`) got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusQuery {
+    /// It failed without an answer (a reset connection, a refused one).
+    Unanswered,
+    /// The server answered with this status (308: incomplete; 200: complete).
+    Answered(u16),
 }
 
 impl Attempt {
@@ -129,11 +137,15 @@ impl Ledger {
                 open.insert(key, self.attempts.len());
                 self.attempts.push(begin(line));
             } else if let Some(&index) = open.get(&key) {
-                self.attempts[index].status_query_unanswered = line
-                    .last_status_query
-                    .as_ref()
-                    .and_then(|q| q["answered"].as_bool())
-                    .map(|answered| !answered);
+                self.attempts[index].status_query =
+                    line.last_status_query
+                        .as_ref()
+                        .map(|q| match q["status"].as_u64() {
+                            Some(status) if q["answered"] == true => {
+                                StatusQuery::Answered(status as u16)
+                            }
+                            _ => StatusQuery::Unanswered,
+                        });
                 self.attempts[index].answer = match line.answer.as_deref() {
                     Some("ok") => Answer::Ok,
                     _ => Answer::Error {
@@ -162,7 +174,7 @@ fn begin(line: Line) -> Attempt {
         cache_control: line.cache_control,
         metadata: line.metadata.unwrap_or_default(),
         answer: Answer::Unfinished,
-        status_query_unanswered: None,
+        status_query: None,
     }
 }
 
@@ -197,8 +209,11 @@ mod tests {
             Some("no-store")
         );
         assert_eq!(ledger.attempts[0].client(), "node");
-        assert_eq!(ledger.attempts[0].status_query_unanswered, None);
-        assert_eq!(ledger.attempts[1].status_query_unanswered, Some(true));
+        assert_eq!(ledger.attempts[0].status_query, None);
+        assert_eq!(
+            ledger.attempts[1].status_query,
+            Some(StatusQuery::Unanswered)
+        );
         assert_eq!(ledger.unreadable.len(), 1, "{:?}", ledger.unreadable);
         assert!(ledger.unreadable[0].starts_with("node-0.jsonl:7:"));
         let thrown = Uncaught {

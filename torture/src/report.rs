@@ -210,6 +210,15 @@ impl Report<'_> {
                 gave_up.len()
             );
         }
+        let complete = &f.client_gave_up_complete;
+        if !complete.is_empty() {
+            let _ = writeln!(
+                out,
+                "  Node uploads given up although complete and in the bucket (client bug, not \
+                 counted): {}",
+                complete.len()
+            );
+        }
         if self.uncaught > 0 {
             let _ = writeln!(
                 out,
