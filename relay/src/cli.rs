@@ -145,7 +145,13 @@ pub fn main() -> ExitCode {
 /// Runs a relay in a new tokio runtime until SIGTERM or Ctrl-C.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(run_until(args, shutdown_signal()))
+    runtime.block_on(async {
+        // Before anything is bound or logged: a SIGTERM that follows the `listening`
+        // line must find the handler installed (it was installed only when the
+        // server first polled it, and a quick SIGTERM killed the process).
+        let shutdown = shutdown_signal().context("cannot watch SIGTERM and SIGINT")?;
+        run_until(args, shutdown).await
+    })
 }
 
 /// Runs a relay until `shutdown` resolves, then shuts it down gracefully.
@@ -401,25 +407,29 @@ async fn serve_metrics(
 }
 
 /// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = ctrl_c => {}
-                _ = term.recv() => {}
-            },
-            Err(e) => {
-                tracing::warn!(target: "spool_relay", "cannot watch SIGTERM ({e}); Ctrl-C only");
-                let _ = ctrl_c.await;
-            }
+/// Resolves at SIGTERM or SIGINT (Ctrl-C); the handlers are installed when this is
+/// called, not when the future is first polled.
+#[cfg(unix)]
+fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
         }
-    }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
-    tracing::info!(target: "spool_relay", "shutdown requested");
+        tracing::info!(target: "spool_relay", "shutdown requested");
+    })
+}
+
+/// Resolves at Ctrl-C.
+#[cfg(not(unix))]
+fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!(target: "spool_relay", "shutdown requested");
+    })
 }
 
 #[cfg(test)]

@@ -229,3 +229,28 @@ async fn sigterm_lets_the_upload_in_flight_finish_within_the_grace_and_exits_0()
     let status = exited(relay, &mut log).await;
     assert!(status.success(), "spool-relay exited with {status}");
 }
+
+/// What broke (the torture run, 2026-12): the SIGTERM handler was installed only when
+/// the server first polled its shutdown future, after the `listening` line, so a
+/// SIGTERM right after that line killed the process (by the signal, not exit 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_right_after_the_listening_line_is_a_graceful_stop() {
+    let (_fake, fake_base) = real_fake().await;
+    for attempt in 0..8 {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = dir.path().join("spool");
+        let upstream = format!("gs://{BUCKET}");
+        let args = [
+            "--dir",
+            spool.to_str().unwrap(),
+            "--upstream",
+            &upstream,
+            "--endpoint",
+            &fake_base,
+        ];
+        let (relay, mut log, _) = start(dir.path(), &args).await;
+        terminate(&relay);
+        let status = exited(relay, &mut log).await;
+        assert!(status.success(), "attempt {attempt}: {status:?}");
+    }
+}
