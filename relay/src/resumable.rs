@@ -68,6 +68,11 @@ impl Placement {
                 expected_len: Some(0),
                 total,
             },
+            ChunkRange::EmptyAt(first) => Placement {
+                first,
+                expected_len: Some(0),
+                total,
+            },
             ChunkRange::Bytes(first, last) => Placement {
                 first,
                 expected_len: Some((last - first).checked_add(1).ok_or_else(|| {
@@ -131,11 +136,7 @@ impl Relay {
         };
         let place = Placement::of(header(headers, "content-range"), received)?;
         if place.first > received {
-            return Err(Rejection::invalid(format!(
-                "Invalid request. According to the Content-Range header, the upload offset \
-                 is {} byte(s), which exceeds already uploaded size of {received} byte(s).",
-                place.first
-            )));
+            return Err(wire::beyond_received(place.first, received));
         }
         let written = self
             .take_body(&mut guard, place.first, received, &mut body)
@@ -150,7 +151,7 @@ impl Relay {
         }
         if let Some(chunk) = written.chunk {
             self.sessions().commit_chunk(&guard, chunk).await?;
-            guard.keep_reserved();
+            guard.chunk_committed();
         }
         let now = received + written.chunk.map_or(0, |c| c.len);
         let total = match place.total {
@@ -171,7 +172,10 @@ impl Relay {
     }
 
     /// Reads one request's body into session `guard.id`: bytes below `received` are
-    /// compared with those on disk, the rest written to a partial chunk file.
+    /// compared with those on disk, the rest written to a partial chunk file, which
+    /// is emptied first when an earlier request of the session broke off after
+    /// writing to it (its bytes were never counted; appending to them would put
+    /// them before this request's).
     async fn take_body(
         &self,
         guard: &mut Busy,
@@ -199,14 +203,17 @@ impl Relay {
             }
             let end = at + piece.len() as u64;
             guard.reserve(piece.len() as u64, end, max_object_bytes)?;
+            if fresh.is_empty() && guard.start_partial() {
+                store
+                    .discard_partial(&partial)
+                    .await
+                    .map_err(chunk_not_stored)?;
+            }
             fresh.update(&piece);
             let disk = self.spool().disk();
-            disk.append(&partial, piece).await.map_err(|e| {
-                tracing::warn!(target: "spool_relay", error = %e, "writing a session chunk failed");
-                crate::sessions::busy_rejection(
-                    "The relay could not store this chunk now; retry the request.".into(),
-                )
-            })?;
+            disk.append(&partial, piece)
+                .await
+                .map_err(chunk_not_stored)?;
             at = end;
         }
         let chunk = (!fresh.is_empty()).then(|| Chunk {
@@ -327,6 +334,13 @@ struct Written {
     chunk: Option<Chunk>,
 }
 
+fn chunk_not_stored(e: std::io::Error) -> Rejection {
+    tracing::warn!(target: "spool_relay", error = %e, "writing a session chunk failed");
+    crate::sessions::busy_rejection(
+        "The relay could not store this chunk now; retry the request.".into(),
+    )
+}
+
 fn resent_bytes_differ(at: u64) -> Rejection {
     Rejection::invalid(format!(
         "The bytes sent again at offset {at} differ from those this session received: \
@@ -365,5 +379,8 @@ mod tests {
         let huge = format!("bytes 0-{}/*", u64::MAX);
         assert!(Placement::of(Some(&huge), 0).is_err());
         assert!(Placement::of(Some("bytes 5-1/*"), 0).is_err());
+        let empty_last = at(Some("bytes 100-99/100"));
+        assert_eq!((empty_last.first, empty_last.expected_len), (100, Some(0)));
+        assert_eq!(empty_last.total, Total::Known(100));
     }
 }

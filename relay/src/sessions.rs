@@ -21,12 +21,14 @@
 //! | `ID.session` | the opening request (bucket, query, upload content type, resource) and its time, JSON | before the session's URL is answered |
 //! | `ID.OFFSET.LEN.CRC.chunk` | bytes `OFFSET..OFFSET+LEN` (OFFSET 20 digits, CRC 8 hex digits) | before the 308 that counts them |
 //! | `ID.OFFSET.partial` | a chunk arriving | never (dropped at load) |
-//! | `ID.done` | the final answer, JSON, for a retried final request (with `ID.session`, until the session expires) | after the upload was made safe |
+//! | `ID.done` | the final answer and its time, JSON, for a retried final request (with `ID.session`, for [`FINISHED_KEEP`]) | after the upload was made safe |
 //!
 //! Bounds: at most `max_sessions` sessions open at once (one more is refused with
 //! 503, never by forgetting one in progress), `max_session_bytes` of chunks in all
 //! (past it a chunk is refused with 503), each session at most `max_object_bytes`,
-//! and `session_ttl` of life from its opening.
+//! and `session_ttl` of life from its opening (a completed one keeps its answer
+//! for [`FINISHED_KEEP`]). Expired sessions are removed, with their files, as new
+//! ones open.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +47,17 @@ use spool::{Clock, Disk};
 pub const SESSIONS_DIR: &str = "sessions";
 
 const NO_SESSION: &str = "No such upload session.";
+
+/// How long a completed session keeps its answer for a retried final request. The
+/// official clients retry for minutes (Node's default deadline is 10 minutes,
+/// Python's 2); an hour covers them, and keeps a busy relay from holding every
+/// completed upload's answer, in memory and on disk, for the whole `session_ttl`.
+pub const FINISHED_KEEP: Duration = Duration::from_secs(3600);
+
+/// How often (in the clock's time) opening a session also removes the expired
+/// ones: often enough that they do not pile up, rarely enough that the walk over
+/// the table costs nothing per session.
+const PURGE_EVERY: Duration = Duration::from_secs(60);
 
 /// Limits on the sessions kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,9 +152,26 @@ pub(crate) struct Session {
     busy: bool,
     /// The final answer, once its upload was made safe.
     pub(crate) finalized: Option<Reply>,
+    /// When it was made safe (Unix ms), once it was.
+    finished_ms: u64,
+    /// A request that broke off may have left bytes in the partial chunk file.
+    partial_left: bool,
 }
 
 impl Session {
+    /// When the session ends (Unix ms): `ttl_ms` after its opening, and a completed
+    /// one at most [`FINISHED_KEEP`] after it completed.
+    fn expires_ms(&self, ttl_ms: u64) -> u64 {
+        let end = self.created_ms.saturating_add(ttl_ms);
+        match self.finalized {
+            Some(_) => end.min(
+                self.finished_ms
+                    .saturating_add(FINISHED_KEEP.as_millis() as u64),
+            ),
+            None => end,
+        }
+    }
+
     /// Bytes received and durable.
     pub(crate) fn received(&self) -> u64 {
         self.chunks.last().map_or(0, Chunk::end)
@@ -165,6 +195,19 @@ struct Table {
     sessions: BTreeMap<String, Session>,
     /// Chunk bytes held on disk by open sessions, and reserved by chunks arriving.
     bytes: u64,
+    /// When (Unix ms) opening a session next removes the expired ones.
+    next_purge_ms: u64,
+}
+
+impl Table {
+    /// Takes session `id` out, and the bytes it held when it was open.
+    fn remove(&mut self, id: &str) -> Option<Session> {
+        let session = self.sessions.remove(id)?;
+        if session.finalized.is_none() {
+            self.bytes = self.bytes.saturating_sub(session.received());
+        }
+        Some(session)
+    }
 }
 
 /// The sessions, on disk and in memory; see the module doc.
@@ -229,6 +272,7 @@ impl SessionStore {
     /// Opens a session for `opening`; returns its ID once it is durable.
     pub(crate) async fn open(&self, opening: Opening) -> Result<String, Rejection> {
         self.load().await?;
+        self.purge_expired().await;
         {
             let table = self.table();
             let open = table.sessions.values().filter(|s| s.finalized.is_none());
@@ -257,9 +301,55 @@ impl SessionStore {
                 chunks: Vec::new(),
                 busy: false,
                 finalized: None,
+                finished_ms: 0,
+                partial_left: false,
             },
         );
         Ok(id)
+    }
+
+    /// Removes the sessions that expired (an abandoned upload past `session_ttl`,
+    /// a completed one past [`FINISHED_KEEP`]) and their files, at most once per
+    /// [`PURGE_EVERY`], and whenever the table is full of open sessions (an expired
+    /// one must not keep a new one out).
+    async fn purge_expired(&self) {
+        let now = self.clock.now_unix_ms();
+        let ttl_ms = self.limits.ttl.as_millis() as u64;
+        let expired: Vec<(String, Session)> = {
+            let mut table = self.table();
+            let open = table.sessions.values().filter(|s| s.finalized.is_none());
+            let full = open.count() >= self.limits.max_sessions;
+            if now < table.next_purge_ms && !full {
+                return;
+            }
+            table.next_purge_ms = now.saturating_add(PURGE_EVERY.as_millis() as u64);
+            let ids: Vec<String> = (table.sessions.iter())
+                .filter(|(_, s)| !s.busy && now > s.expires_ms(ttl_ms))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| table.remove(&id).map(|s| (id, s)))
+                .collect()
+        };
+        if expired.is_empty() {
+            return;
+        }
+        tracing::info!(target: "spool_relay", sessions = expired.len(), "resumable sessions: removing expired sessions");
+        let paths: Vec<PathBuf> = (expired.iter())
+            .flat_map(|(id, session)| self.files_of(id, session))
+            .collect();
+        let _ = self.disk.remove_all(&paths).await;
+        let _ = self.disk.sync_dir(&self.dir).await;
+    }
+
+    /// Every file session `id` may have on disk.
+    fn files_of(&self, id: &str, session: &Session) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = (session.chunks.iter())
+            .map(|c| self.path(&c.file_name(id)))
+            .collect();
+        paths.push(self.path(&format!("{id}.session")));
+        paths.push(self.path(&format!("{id}.done")));
+        paths
     }
 
     /// Finds session `id` for a request that names `bucket`, and holds it for that
@@ -272,7 +362,7 @@ impl SessionStore {
         let session = table
             .sessions
             .get_mut(id)
-            .filter(|s| s.opening.bucket == bucket && now <= s.created_ms.saturating_add(ttl_ms))
+            .filter(|s| s.opening.bucket == bucket && now <= s.expires_ms(ttl_ms))
             .ok_or_else(|| Rejection::status(404, NO_SESSION))?;
         if let Some(reply) = &session.finalized {
             return Ok(Found::Finalized(reply.clone()));
@@ -290,6 +380,8 @@ impl SessionStore {
                 store: self.clone(),
                 id: id.to_string(),
                 reserved: 0,
+                partial_left: session.partial_left,
+                writing_partial: false,
             },
         })
     }
@@ -297,6 +389,15 @@ impl SessionStore {
     /// Where a chunk of session `id` starting at `offset` is written as it arrives.
     pub(crate) fn partial_path(&self, id: &str, offset: u64) -> PathBuf {
         self.path(&format!("{id}.{offset:020}.partial"))
+    }
+
+    /// Removes the partial chunk file `partial` if it exists: bytes of a request
+    /// that broke off, never counted, which the next request must not append to.
+    pub(crate) async fn discard_partial(&self, partial: &Path) -> std::io::Result<()> {
+        match self.disk.remove(partial).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Makes the chunk written to its partial file durable and counts it.
@@ -347,8 +448,9 @@ impl SessionStore {
     /// retried final request until it expires; its chunks removed.
     pub(crate) async fn finalize(&self, id: &str, reply: &Reply) -> Result<(), Rejection> {
         let done = self.path(&format!("{id}.done"));
+        let finished_ms = self.clock.now_unix_ms();
         self.disk
-            .create_synced(&done, reply_json(reply).into())
+            .create_synced(&done, reply_json(reply, finished_ms).into())
             .await
             .map_err(io_rejection)?;
         self.disk.sync_dir(&self.dir).await.map_err(io_rejection)?;
@@ -359,6 +461,7 @@ impl SessionStore {
             let session = table.sessions.get_mut(id);
             session.map(|s| {
                 s.finalized = Some(reply.clone());
+                s.finished_ms = finished_ms;
                 std::mem::take(&mut s.chunks)
             })
         };
@@ -371,25 +474,10 @@ impl SessionStore {
 
     /// Forgets session `id` and its files (cancelled, or refused for good).
     pub(crate) async fn forget(&self, id: &str) -> bool {
-        let removed = {
-            let mut table = self.table();
-            let removed = table.sessions.remove(id);
-            if let Some(s) = &removed
-                && s.finalized.is_none()
-            {
-                table.bytes = table.bytes.saturating_sub(s.received());
-            }
-            removed
-        };
-        let Some(session) = removed else {
+        let Some(session) = self.table().remove(id) else {
             return false;
         };
-        let mut paths: Vec<PathBuf> = (session.chunks.iter())
-            .map(|c| self.path(&c.file_name(id)))
-            .collect();
-        paths.push(self.path(&format!("{id}.session")));
-        paths.push(self.path(&format!("{id}.done")));
-        let _ = self.disk.remove_all(&paths).await;
+        let _ = self.disk.remove_all(&self.files_of(id, &session)).await;
         let _ = self.disk.sync_dir(&self.dir).await;
         true
     }
@@ -453,6 +541,10 @@ impl SessionStore {
             true => reply_from_json(&self.disk.read(&self.path(&done)).await?),
             false => None,
         };
+        let (finalized, finished_ms) = match finalized {
+            Some((reply, finished_ms)) => (Some(reply), finished_ms),
+            None => (None, 0),
+        };
         let opening = match names.contains(&meta) {
             true => Opening::from_json(&self.disk.read(&self.path(&meta)).await?),
             false => None,
@@ -460,7 +552,9 @@ impl SessionStore {
         let Some((opening, created_ms)) = opening else {
             return Ok(None);
         };
-        if now > created_ms.saturating_add(self.limits.ttl.as_millis() as u64) {
+        let ttl_ms = self.limits.ttl.as_millis() as u64;
+        let finished_ms = finished_ms.max(created_ms);
+        if now > created_ms.saturating_add(ttl_ms) {
             return Ok(None);
         }
         let mut dropped = Vec::new();
@@ -480,7 +574,12 @@ impl SessionStore {
             chunks,
             busy: false,
             finalized,
+            finished_ms,
+            partial_left: false,
         };
+        if now > session.expires_ms(ttl_ms) {
+            return Ok(None);
+        }
         Ok(Some((session, dropped)))
     }
 
@@ -536,6 +635,10 @@ pub(crate) struct Busy {
     store: Arc<SessionStore>,
     pub(crate) id: String,
     reserved: u64,
+    /// An earlier request left a partial chunk file behind.
+    partial_left: bool,
+    /// This request has written to the partial chunk file, not yet committed.
+    writing_partial: bool,
 }
 
 impl Busy {
@@ -569,9 +672,20 @@ impl Busy {
         Ok(())
     }
 
-    /// The reserved bytes became a committed chunk (they stay held, as the session's).
-    pub(crate) fn keep_reserved(&mut self) {
+    /// This request starts writing the session's partial chunk file: whether that
+    /// file must be emptied first (an earlier request broke off after writing to
+    /// it). Known from memory, so the usual request costs no extra system call; a
+    /// restart drops every partial file anyway.
+    pub(crate) fn start_partial(&mut self) -> bool {
+        self.writing_partial = true;
+        std::mem::take(&mut self.partial_left)
+    }
+
+    /// The partial file became a committed chunk; its reserved bytes stay held, as
+    /// the session's.
+    pub(crate) fn chunk_committed(&mut self) {
         self.reserved = 0;
+        self.writing_partial = false;
     }
 }
 
@@ -581,6 +695,7 @@ impl Drop for Busy {
         table.bytes = table.bytes.saturating_sub(self.reserved);
         if let Some(session) = table.sessions.get_mut(&self.id) {
             session.busy = false;
+            session.partial_left |= self.partial_left || self.writing_partial;
         }
     }
 }
@@ -601,7 +716,9 @@ fn parse_chunk_name(id: &str, name: &str) -> Option<Chunk> {
     })
 }
 
-fn reply_json(reply: &Reply) -> Vec<u8> {
+/// A completed session's answer and when it completed (Unix ms), as kept in
+/// `ID.done`.
+fn reply_json(reply: &Reply, finished_ms: u64) -> Vec<u8> {
     let headers: Vec<[&str; 2]> = reply
         .headers
         .iter()
@@ -611,19 +728,29 @@ fn reply_json(reply: &Reply) -> Vec<u8> {
         "status": reply.status,
         "headers": headers,
         "body": String::from_utf8_lossy(&reply.body),
+        "finished_ms": finished_ms,
     })
     .to_string()
     .into_bytes()
 }
 
-fn reply_from_json(data: &[u8]) -> Option<Reply> {
+/// [`reply_json`]'s answer and time (0, the session's opening then stands in for
+/// it, when the file predates the field).
+fn reply_from_json(data: &[u8]) -> Option<(Reply, u64)> {
     let value: Value = serde_json::from_slice(data).ok()?;
+    let finished_ms = value
+        .get("finished_ms")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     let mut reply = Reply::new(u16::try_from(value.get("status")?.as_u64()?).ok()?);
     for pair in value.get("headers")?.as_array()? {
         let (name, value) = (pair.get(0)?.as_str()?, pair.get(1)?.as_str()?);
         reply = reply.header(name.to_string(), value);
     }
-    Some(reply.body(value.get("body")?.as_str()?.to_string()))
+    Some((
+        reply.body(value.get("body")?.as_str()?.to_string()),
+        finished_ms,
+    ))
 }
 
 /// 503 with `Retry-After`: the relay cannot take this now.
@@ -666,7 +793,7 @@ mod tests {
     #[test]
     fn a_final_answer_and_an_opening_round_trip_through_json() {
         let reply = Reply::json(200, &json!({"name": "o"})).header("x-spool-outcome", "spooled");
-        assert_eq!(reply_from_json(&reply_json(&reply)), Some(reply));
+        assert_eq!(reply_from_json(&reply_json(&reply, 42)), Some((reply, 42)));
         let opening = Opening {
             bucket: "b".into(),
             query: "uploadType=resumable&name=a%2Fb".into(),

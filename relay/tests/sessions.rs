@@ -27,10 +27,19 @@ struct Running {
 }
 
 async fn start(dir: &std::path::Path, fake_base: &str, config: RelayConfig) -> Running {
+    start_with_clock(dir, fake_base, config, Arc::new(SystemClock)).await
+}
+
+async fn start_with_clock(
+    dir: &std::path::Path,
+    fake_base: &str,
+    config: RelayConfig,
+    clock: Arc<dyn spool::Clock>,
+) -> Running {
     let store = spool::connect::store_from_url(&format!("gs://{BUCKET}"), Some(fake_base)).unwrap();
     let spool = Spool::open(dir, SpoolConfig::default()).await.unwrap();
     let uploader = Uploader::new(spool, Remote::new(store), UploaderConfig::default());
-    let relay = Relay::new(config, uploader, Arc::new(SystemClock));
+    let relay = Relay::new(config, uploader, clock);
     let _ = rustls::crypto::ring::default_provider().install_default();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -226,5 +235,191 @@ async fn a_full_session_table_refuses_new_sessions_and_keeps_those_in_progress()
         assert_eq!(status.status(), 308, "a session in progress was evicted");
         assert_eq!(status.headers()["range"], "bytes=0-9");
     }
+    relay.stop().await;
+}
+
+/// Bytes in which no stretch repeats another (a 64-bit xorshift's output), so that
+/// bytes out of place cannot pass for the right ones.
+fn unrepeating_bytes(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Sends the head of a chunk request and `sent` bytes of its body, waits until the
+/// relay has written the first piece of it to the session's partial chunk file,
+/// then breaks the connection: a client whose connection dropped mid-chunk.
+async fn break_off_a_chunk(
+    relay: &Running,
+    dir: &std::path::Path,
+    session: &str,
+    range: &str,
+    body: &[u8],
+    sent: usize,
+) {
+    use tokio::io::AsyncWriteExt as _;
+    let addr = relay.base.strip_prefix("http://").unwrap();
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "PUT {session} HTTP/1.1\r\nhost: {addr}\r\ncontent-range: {range}\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket.write_all(&body[..sent]).await.unwrap();
+    let sessions = dir.join("sessions");
+    let partial_written = || {
+        std::fs::read_dir(&sessions).unwrap().flatten().any(|e| {
+            e.file_name().to_string_lossy().ends_with(".partial")
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        })
+    };
+    // Waits for the relay's write, not for a length of time: bounded only so that a
+    // relay that never writes fails the test instead of hanging it.
+    for _ in 0..2_000 {
+        if partial_written() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        partial_written(),
+        "the relay wrote none of the body before the break"
+    );
+    drop(socket);
+}
+
+#[tokio::test]
+async fn a_chunk_sent_again_after_its_connection_broke_is_stored_alone() {
+    // A body of more than one piece (1 MiB) broken off after its first piece was
+    // written; the client sends the chunk again from the offset the session holds,
+    // as the official clients do after a status query.
+    let (fake, fake_base) = real_fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = unrepeating_bytes(3 << 20);
+    let relay = start(dir.path(), &fake_base, config()).await;
+    let session = relay.open("broken/chunk").await;
+    let first = format!("bytes 0-{}/*", (2 << 20) - 1);
+    break_off_a_chunk(
+        &relay,
+        dir.path(),
+        &session,
+        &first,
+        &data[..2 << 20],
+        3 << 19,
+    )
+    .await;
+    let status = relay.put(&session, "bytes */*", b"").await;
+    assert_eq!(status.status(), 308);
+    assert!(
+        status.headers().get("range").is_none(),
+        "bytes never counted were counted"
+    );
+
+    let again = relay.put(&session, &first, &data[..2 << 20]).await;
+    assert_eq!(again.status(), 308, "{:?}", again.text().await);
+    // Across a restart too: the chunk on disk holds what its name says.
+    relay.stop().await;
+    let relay = start(dir.path(), &fake_base, config()).await;
+    let status = relay.put(&session, "bytes */*", b"").await;
+    assert_eq!(
+        status.headers()["range"],
+        format!("bytes=0-{}", (2 << 20) - 1)
+    );
+    let last = format!("bytes {}-{}/{}", 2 << 20, data.len() - 1, data.len());
+    let done = relay.put(&session, &last, &data[2 << 20..]).await;
+    assert_eq!(done.status(), 200, "{:?}", done.text().await);
+    assert_eq!(stored(&fake, "broken/chunk").as_deref(), Some(&data[..]));
+    relay.stop().await;
+}
+
+#[tokio::test]
+async fn an_empty_last_chunk_named_by_an_empty_range_completes_the_upload() {
+    // The Node client ends an upload whose size is a multiple of its chunk size
+    // with an empty chunk whose range ends before it starts: `bytes N-(N-1)/N`.
+    let (fake, fake_base) = real_fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = bytes(1000, 5);
+    let relay = start(dir.path(), &fake_base, config()).await;
+    let session = relay.open("empty/last").await;
+    let all = relay.put(&session, "bytes 0-999/*", &data).await;
+    assert_eq!(all.status(), 308);
+    let last = relay.put(&session, "bytes 1000-999/1000", b"").await;
+    assert_eq!(last.status(), 200, "{:?}", last.text().await);
+    assert_eq!(stored(&fake, "empty/last").as_deref(), Some(&data[..]));
+    relay.stop().await;
+}
+
+/// The names of the session files in `dir`'s spool.
+fn session_files(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn expired_sessions_are_removed_and_never_keep_a_new_one_out() {
+    let (_fake, fake_base) = real_fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(spool::testing::ManualClock::new(1_800_000_000_000));
+    let config = RelayConfig {
+        max_sessions: 2,
+        session_ttl: Duration::from_secs(24 * 3600),
+        ..RelayConfig::new(BUCKET)
+    };
+    let relay = start_with_clock(dir.path(), &fake_base, config, clock.clone()).await;
+    let abandoned = relay.open("abandoned").await;
+    assert_eq!(
+        relay
+            .put(&abandoned, "bytes 0-9/*", &[1; 10])
+            .await
+            .status(),
+        308
+    );
+    let done = relay.open("done").await;
+    assert_eq!(
+        relay.put(&done, "bytes 0-9/10", &[2; 10]).await.status(),
+        200
+    );
+    let id = |session: &str| session.split_once("upload_id=").unwrap().1.to_string();
+
+    // A retried final request within the hour a completed session is kept: 200.
+    clock.advance(Duration::from_secs(30 * 60));
+    assert_eq!(relay.put(&done, "bytes */10", b"").await.status(), 200);
+    // Past it: gone, from memory and from disk once a session opens.
+    clock.advance(Duration::from_secs(60 * 60));
+    assert_eq!(relay.put(&done, "bytes */10", b"").await.status(), 404);
+    let third = relay.open("third").await;
+    let files = session_files(dir.path());
+    assert!(
+        !files.iter().any(|f| f.starts_with(&id(&done))),
+        "a completed session's files outlived it: {files:?}"
+    );
+    assert!(files.iter().any(|f| f.starts_with(&id(&abandoned))));
+
+    // Two open sessions fill the table; once the abandoned one expires, it no
+    // longer keeps a new one out.
+    let url = format!(
+        "{}/upload/storage/v1/b/{BUCKET}/o?uploadType=resumable&name=fourth",
+        relay.base
+    );
+    assert_eq!(relay.http.post(&url).send().await.unwrap().status(), 503);
+    clock.advance(Duration::from_secs(24 * 3600));
+    assert_eq!(relay.http.post(&url).send().await.unwrap().status(), 200);
+    assert_eq!(relay.put(&abandoned, "bytes */*", b"").await.status(), 404);
+    let files = session_files(dir.path());
+    assert!(
+        !files.iter().any(|f| f.starts_with(&id(&abandoned))),
+        "an expired session's files outlived it: {files:?}"
+    );
+    let _ = third;
     relay.stop().await;
 }

@@ -92,7 +92,7 @@ fn chunk_start(content_range: Option<&str>, received: u64) -> Option<u64> {
     };
     match parse_content_range(value)?.range {
         ChunkRange::Bytes(first, _) | ChunkRange::From(first) => Some(first),
-        ChunkRange::Empty => None,
+        ChunkRange::Empty | ChunkRange::EmptyAt(_) => None,
     }
 }
 

@@ -65,7 +65,8 @@ pub use operation::Operation;
 pub use precondition::{Conditions, Preconditions};
 pub use reply::Reply;
 pub use resumable::{
-    ChunkRange, ContentRange, Progress, Session, Sessions, incomplete, parse_content_range, started,
+    ChunkRange, ContentRange, Progress, Session, Sessions, beyond_received, incomplete,
+    parse_content_range, started,
 };
 pub use route::{Api, Query, Route, UploadKind, header};
 pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};

@@ -39,6 +39,10 @@ pub enum ChunkRange {
     /// of the object when the total is `*` too (the Node client's single-request
     /// resumable upload sends `bytes 0-*/*`).
     From(u64),
+    /// `A-(A-1)`: no bytes, at offset A. The Node client names an empty last chunk
+    /// so (`bytes N-(N-1)/N` when the object's size is a multiple of its chunk size,
+    /// `bytes 0--1/0` for an empty object).
+    EmptyAt(u64),
 }
 
 /// Parses `bytes A-B/T`, `bytes A-B/*`, `bytes A-*/T`, `bytes A-*/*`, `bytes */T` or
@@ -57,17 +61,27 @@ pub fn parse_content_range(value: &str) -> Option<ContentRange> {
             let a: u64 = a.trim().parse().ok()?;
             match b.trim() {
                 "*" => ChunkRange::From(a),
+                "-1" if a == 0 => ChunkRange::EmptyAt(0),
                 b => {
                     let b: u64 = b.parse().ok()?;
-                    if b < a {
-                        return None;
+                    match b.checked_add(1)?.cmp(&a) {
+                        std::cmp::Ordering::Less => return None,
+                        std::cmp::Ordering::Equal => ChunkRange::EmptyAt(a),
+                        std::cmp::Ordering::Greater => ChunkRange::Bytes(a, b),
                     }
-                    ChunkRange::Bytes(a, b)
                 }
             }
         }
     };
     Some(ContentRange { range, total })
+}
+
+/// Cloud Storage's answer to a request whose bytes start after those received.
+pub fn beyond_received(first: u64, received: u64) -> Rejection {
+    Rejection::invalid(format!(
+        "Invalid request. According to the Content-Range header, the upload offset is \
+         {first} byte(s), which exceeds already uploaded size of {received} byte(s)."
+    ))
 }
 
 /// One resumable upload.
@@ -166,8 +180,17 @@ impl<T> Session<T> {
                 last: None,
                 total: range.total,
             },
-            ChunkRange::Empty => {
-                return Err(Rejection::invalid("Content-Range bytes */N with a body."));
+            ChunkRange::EmptyAt(first) if len == 0 && first <= received => Chunk {
+                first,
+                last: None,
+                total: range.total,
+            },
+            ChunkRange::EmptyAt(first) if len == 0 => return Err(beyond_received(first, received)),
+            ChunkRange::Empty | ChunkRange::EmptyAt(_) => {
+                return Err(Rejection::invalid(format!(
+                    "Content-Range {:?} names no bytes but the request has a body.",
+                    content_range.unwrap_or_default()
+                )));
             }
         })
     }
@@ -189,11 +212,7 @@ impl<T> Session<T> {
             )));
         }
         if first > received {
-            return Err(Rejection::invalid(format!(
-                "Invalid request. According to the Content-Range header, the upload \
-                 offset is {first} byte(s), which exceeds already uploaded size of \
-                 {received} byte(s)."
-            )));
+            return Err(beyond_received(first, received));
         }
         let skip = (received - first) as usize;
         if skip < data.len() {
@@ -308,6 +327,16 @@ mod tests {
         assert_eq!(cr("bytes */100"), range(ChunkRange::Empty, Some(100)));
         assert_eq!(cr("bytes */*"), range(ChunkRange::Empty, None));
         assert_eq!(cr("bytes 5-1/10"), None);
+        // An empty range where its bytes would start: the Node client's empty last
+        // chunk, and its empty object.
+        assert_eq!(
+            cr("bytes 10-9/10"),
+            range(ChunkRange::EmptyAt(10), Some(10))
+        );
+        assert_eq!(cr("bytes 0--1/0"), range(ChunkRange::EmptyAt(0), Some(0)));
+        assert_eq!(cr("bytes 5--1/5"), None);
+        // A range that cannot be counted is refused, not overflowed.
+        assert_eq!(cr("bytes 0-18446744073709551615/*"), None);
         assert_eq!(cr("items 0-1/2"), None);
     }
 
@@ -353,6 +382,27 @@ mod tests {
         );
         let done = s.complete(Declared::default());
         assert_eq!((&done.data[..], done.name.as_str()), (&b"abcdef"[..], "o"));
+    }
+
+    #[test]
+    fn an_empty_range_at_the_end_completes_and_elsewhere_is_refused() {
+        let mut s = session();
+        assert_eq!(
+            s.accept(Some("bytes 0-2/*"), b"abc", 100),
+            Ok(Progress::Incomplete)
+        );
+        assert!(
+            s.accept(Some("bytes 4-3/4"), b"", 100).is_err(),
+            "past the bytes received"
+        );
+        assert!(
+            s.accept(Some("bytes 3-2/3"), b"x", 100).is_err(),
+            "a body in an empty range"
+        );
+        assert_eq!(
+            s.accept(Some("bytes 3-2/3"), b"", 100),
+            Ok(Progress::Complete)
+        );
     }
 
     #[test]
