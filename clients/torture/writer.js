@@ -13,7 +13,7 @@
 //
 //   media      storage.request, POST uploadType=media (content type only)
 //   multipart  file.save(data, {resumable: false, metadata})
-//   resumable  file.save(data, {resumable: true, chunkSize: 256 KiB x k, metadata}):
+//   resumable  file.save(data, {resumable: true, chunkSize: 256 KiB x k (k of 1, 2, 4, 8: a 2 MiB chunk is more than one of the relay's 1 MiB pieces, so one broken off mid-body leaves bytes behind), metadata}):
 //              at least two chunks; the client validates the crc32c
 //
 // The log gets one JSON line before each upload (`ev: "begin"`: writer, seq, kind,
@@ -151,7 +151,7 @@ function plan(random, opts, seq) {
   let size;
   let chunkSize = null;
   if (kind === 'resumable') {
-    chunkSize = 256 * KIB * pick(random, [1, 2, 4]);
+    chunkSize = 256 * KIB * pick(random, [1, 2, 4, 8]);
     size = logUniform(random, chunkSize + 1, Math.max(opts.maxBytes, 3 * chunkSize));
   } else {
     size = random() < 0.05 ? 0 : logUniform(random, 1, opts.maxBytes);

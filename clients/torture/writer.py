@@ -13,7 +13,7 @@ carries if_generation_match=0, as docs/relay.md asks. Kinds, as check.py uses th
 
     media      google.resumable_media's SimpleUpload, uploadType=media (content type only)
     multipart  blob.upload_from_string(data, ...) with attributes
-    resumable  blob.upload_from_file(stream of unknown size) with chunk_size 256 KiB x k:
+    resumable  blob.upload_from_file(stream of unknown size) with chunk_size 256 KiB x k (k of 1, 2, 4, 8: a 2 MiB chunk is more than one of the relay's 1 MiB pieces, so one broken off mid-body leaves bytes behind):
                at least two chunks
 
 The log gets one JSON line before each upload (`ev: "begin"`: writer, seq, kind,
@@ -100,7 +100,7 @@ def plan(rng, args, seq):
     kind = rng.choice(args.kinds)
     chunk_size = None
     if kind == "resumable":
-        chunk_size = 256 * KIB * rng.choice([1, 2, 4])
+        chunk_size = 256 * KIB * rng.choice([1, 2, 4, 8])
         size = log_uniform(rng, chunk_size + 1, max(args.max_bytes, 3 * chunk_size))
     else:
         size = 0 if rng.random() < 0.05 else log_uniform(rng, 1, args.max_bytes)
