@@ -56,6 +56,13 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
             .await
             .unwrap_or_else(|rejection| rejection.reply(api)),
     };
+    if reply.status == 503 && !reply.headers.iter().any(|(name, _)| name == "retry-after") {
+        // Every 503 of the relay means "not now": a refusal of the sessions' store
+        // (a full or failing disk, --max-sessions) says when to retry as the
+        // uploader's do (docs/faults.md).
+        let seconds = crate::answer::retry_after_seconds(relay.config().retry_after);
+        reply = reply.header("retry-after", seconds.to_string());
+    }
     if reply.status >= 400 {
         // The body may be unread: the connection cannot carry another request.
         reply = reply.header("connection", "close");

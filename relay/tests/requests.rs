@@ -100,6 +100,36 @@ async fn an_io_error_on_the_spool_is_503_without_the_spools_paths() {
     assert!(body.contains("retry"), "{body}");
 }
 
+/// A full disk (ENOSPC) under the session files answered the resumable start and
+/// its chunks 503 without `Retry-After` (`torture faults --only full`,
+/// docs/faults.md), unlike every other 503 of the relay.
+#[tokio::test]
+async fn a_session_the_spools_disk_cannot_store_is_503_with_retry_after() {
+    let (_fake, fake_base) = real_fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FaultDisk::default());
+    let base = relay_on(dir.path(), disk.clone(), &fake_base).await;
+    let http = reqwest::Client::new();
+    let start = format!("{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=resumable&name=s");
+    disk.fail_next(Op::Create, std::io::ErrorKind::StorageFull);
+    let refused = http.post(&start).send().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let opened = http.post(&start).send().await.unwrap();
+    assert_eq!(opened.status(), 200);
+    let location = opened.headers()["location"].to_str().unwrap().to_string();
+    disk.fail_next(Op::SyncFile, std::io::ErrorKind::StorageFull);
+    let chunk = http
+        .put(&location)
+        .header("content-range", "bytes 0-262143/*")
+        .body(vec![7u8; 262_144])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(chunk.status(), 503);
+    assert_eq!(chunk.headers()["retry-after"], "1");
+}
+
 #[tokio::test]
 async fn a_route_that_takes_no_body_answers_without_reading_one() {
     let (_fake, fake_base) = real_fake().await;
