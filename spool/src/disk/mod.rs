@@ -394,17 +394,26 @@ fn write_all_vectored(file: &mut impl Write, pieces: [&[u8]; 2]) -> io::Result<(
 
 /// Takes an advisory exclusive lock (`flock`) on `path`, creating it, and records this
 /// process's id in it so that a refused opener can say who holds it.
+///
+/// The lock is held through a descriptor open for reading only (`flock` does not
+/// care): the kernel refuses `mount -o remount,ro` of a file system while a file on
+/// it is open for writing, so a held `LOCK` open for writing kept an operator from
+/// remounting the spool's disk read-only while the service ran (`torture faults
+/// --only readonly`, docs/faults.md). The file is created, and the id written,
+/// through descriptors closed at once.
 fn lock_file(path: &PathBuf) -> io::Result<File> {
-    let mut file = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
+    drop(
+        File::options()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?,
+    );
+    let file = File::open(path)?;
     match file.try_lock() {
         Ok(()) => {
-            file.set_len(0)?;
-            writeln!(file, "{}", std::process::id())?;
+            let mut id = File::options().write(true).truncate(true).open(path)?;
+            writeln!(id, "{}", std::process::id())?;
             Ok(file)
         }
         Err(std::fs::TryLockError::WouldBlock) => {
@@ -427,6 +436,44 @@ fn lock_file(path: &PathBuf) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A running relay kept `mount -o remount,ro` of its spool's file system from
+    /// succeeding ("mount point is busy"): `LOCK` stayed open for writing.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_lock_is_held_through_a_descriptor_not_open_for_writing() {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("LOCK");
+        let lock = StdDisk.lock(&path).await.unwrap();
+        let held: Vec<String> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|fd| {
+                let fd = fd.ok()?;
+                (std::fs::read_link(fd.path()).ok()? == path)
+                    .then(|| fd.file_name().to_string_lossy().into_owned())
+            })
+            .collect();
+        assert_eq!(held.len(), 1, "LOCK is open once while held: {held:?}");
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", held[0])).unwrap();
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .map(|f| u32::from_str_radix(f.trim(), 8).unwrap())
+            .unwrap();
+        assert_eq!(
+            flags & 0o3,
+            0,
+            "LOCK is held open for writing (flags {flags:o})"
+        );
+        let id = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(id.trim(), std::process::id().to_string());
+        let refused = StdDisk.lock(&path).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("is locked by process"),
+            "{refused}"
+        );
+        drop(lock);
+    }
 
     #[tokio::test]
     async fn std_disk_passes_the_conformance_suite() {
