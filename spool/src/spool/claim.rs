@@ -65,6 +65,12 @@ pub enum ReadError {
 }
 
 impl ReadError {
+    /// True for a read that failed because the process is out of file descriptors
+    /// (EMFILE, ENFILE): not counted against the entry.
+    pub fn out_of_descriptors(&self) -> bool {
+        matches!(self, ReadError::Io { source, .. } if super::is_out_of_descriptors(source))
+    }
+
     /// True when the entry should be set aside rather than tried again: it fails
     /// verification, or `UNREADABLE_AFTER` (5) reads in a row failed.
     pub fn is_final(&self) -> bool {
@@ -200,6 +206,9 @@ impl Spool {
         let mut reads = self.read_batch(std::slice::from_ref(claim)).await;
         debug_assert_eq!(reads.len(), 1);
         match reads.pop().expect("one read per claim") {
+            // The file could not be opened for want of descriptors: the entry is
+            // not at fault, so the read is not counted against it.
+            Err(e @ ReadError::Io { .. }) if e.out_of_descriptors() => Err(e),
             Err(ReadError::Io { path, source, .. }) => Err(ReadError::Io {
                 path,
                 source,

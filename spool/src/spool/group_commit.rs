@@ -2,7 +2,8 @@
 //! covers it, so one fsync can serve every put that renamed while the previous one
 //! ran. After a failed sync every later wait fails too, until the spool has reopened
 //! itself ([`DirSync::reset`]): retrying an fsync can report success for changes the
-//! kernel already dropped.
+//! kernel already dropped. A directory that could not be opened (out of file
+//! descriptors) was not synced at all: that wait fails alone.
 
 use std::io;
 use std::path::Path;
@@ -61,6 +62,9 @@ impl DirSync {
                 );
                 Ok(())
             }
+            // The directory could not be opened: no fsync ran, nothing was dropped,
+            // and the next sync covers these changes.
+            Err(e) if super::is_out_of_descriptors(&e) => Err(e),
             Err(e) => {
                 *failed = Some(e.to_string().into());
                 Err(e)

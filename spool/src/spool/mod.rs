@@ -378,8 +378,15 @@ impl Spool {
             .sync
             .wait_durable(&*self.inner.disk, &dir.path, ticket)
             .await;
-        if let Err(e) = &result {
-            self.break_spool(format!("syncing directory {}: {e}", dir.path.display()));
+        match &result {
+            Err(e) if is_out_of_descriptors(e) => {
+                tracing::warn!(error = %e, dir = %dir.path.display(),
+                    "cannot open a spool directory to sync it: out of file descriptors");
+            }
+            Err(e) => {
+                self.break_spool(format!("syncing directory {}: {e}", dir.path.display()));
+            }
+            Ok(()) => {}
         }
         result
     }
@@ -401,6 +408,15 @@ impl Spool {
         }
         crate::error::PutError::Broken { reason }
     }
+}
+
+/// EMFILE or ENFILE: the process (or the system) is out of file descriptors. Such an
+/// error says nothing of the disk or of the entry: the file or directory could not
+/// be opened, so nothing was read, written or synced. It must neither break the
+/// spool (a directory that could not be opened was not synced, and no fsync failed)
+/// nor count against an entry's reads (`torture faults --only fds`, docs/faults.md).
+pub(crate) fn is_out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 /// ENOSPC or EDQUOT: a full disk is backpressure, not a broken spool.

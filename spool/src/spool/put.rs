@@ -15,7 +15,7 @@ use bytes::Bytes;
 use object_store::Attributes;
 
 use super::layout::{entry_file_name, temp_file_name};
-use super::{Meta, Spool, is_out_of_space};
+use super::{Meta, Spool, is_out_of_descriptors, is_out_of_space};
 use crate::entry;
 use crate::error::{FullReason, PutError};
 use crate::name;
@@ -237,7 +237,18 @@ impl Spool {
             return Err(put_failed(tmp, e));
         }
         let ticket = inner.entries.sync.ticket();
-        if self.sync_dir_upto(&inner.entries, ticket).await.is_err() {
+        if let Err(e) = self.sync_dir_upto(&inner.entries, ticket).await {
+            if is_out_of_descriptors(&e) {
+                // Not synced, and nothing dropped: the entry is complete on disk, so
+                // it is indexed (it drains) but not acknowledged, as one that could
+                // not be removed.
+                self.index_new(&mut reservation, created_unix_ms);
+                inner.changed.notify_waiters();
+                return Err(PutError::Io {
+                    path,
+                    message: format!("cannot sync {}: {e}", inner.entries.path.display()),
+                });
+            }
             let reason = self
                 .state()
                 .broken

@@ -357,6 +357,53 @@ async fn a_failed_directory_sync_stops_puts_until_the_spool_has_reopened_itself(
     assert_eq!(spool.stats().files, 3);
 }
 
+/// Out of file descriptors (EMFILE), `entries/` could not be opened to sync it: the
+/// spool reported itself broken and reopened (`torture faults --only fds`), as if an
+/// fsync had failed and dropped what it covered. No fsync ran: the put fails alone.
+#[tokio::test(start_paused = true)]
+async fn a_directory_that_cannot_be_opened_for_want_of_descriptors_does_not_break_the_spool() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    fx.disk.fail_next_os(Op::SyncDir, libc::EMFILE);
+    let err = spool.put("a", payload(10)).await.unwrap_err();
+    assert!(matches!(err, PutError::Io { .. }), "{err}");
+    assert!(err.is_transient(), "{err}");
+    assert_eq!(spool.stats().broken, None);
+    // Complete on disk, not acknowledged: indexed, so that it drains.
+    assert_eq!(spool.stats().files, 1);
+    spool.put("b", payload(10)).await.unwrap();
+    assert_eq!((spool.stats().files, fx.entries().len()), (2, 2));
+    assert_eq!(spool.metrics().recoveries_total(), 0);
+}
+
+/// Out of file descriptors, an entry could not be opened to read it: each such read
+/// counted against the entry, and five in a row quarantined a healthy entry
+/// (`torture faults --only fds`: an acknowledged upload set aside, never delivered).
+#[tokio::test]
+async fn reads_that_fail_for_want_of_descriptors_never_quarantine_an_entry() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    spool.put("a", payload(10)).await.unwrap();
+    for _ in 0..2 * UNREADABLE_AFTER {
+        let claim = spool.claim_oldest().unwrap();
+        fx.disk.fail_next_os(Op::Read, libc::EMFILE);
+        let err = spool.read(&claim).await.unwrap_err();
+        assert!(err.out_of_descriptors(), "{err}");
+        assert!(!err.is_final(), "{err}");
+    }
+    let claim = spool.claim_oldest().unwrap();
+    let (header, data) = spool.read(&claim).await.unwrap();
+    assert_eq!((header.name.as_str(), data.len()), ("a", 10));
+    // An I/O error of the entry's own still counts.
+    drop(claim);
+    for n in 1..=UNREADABLE_AFTER {
+        let claim = spool.claim_oldest().unwrap();
+        fx.disk.fail_next(Op::Read, io::ErrorKind::Other);
+        let err = spool.read(&claim).await.unwrap_err();
+        assert_eq!(err.is_final(), n == UNREADABLE_AFTER, "{err}");
+    }
+}
+
 #[tokio::test]
 async fn concurrent_puts_share_directory_syncs() {
     let fx = Fixture::new();

@@ -26,13 +26,22 @@ pub enum Op {
     Append,
     /// `sync_file`.
     SyncFile,
+    /// `read` (each read of `read_all` too).
+    Read,
+}
+
+/// An injected failure: an error kind, or an OS error number (EMFILE, ...).
+#[derive(Debug, Clone, Copy)]
+enum Injected {
+    Kind(std::io::ErrorKind),
+    Os(i32),
 }
 
 /// The real disk, with injectable failures, a gate that holds directory syncs, and
 /// counters.
 #[derive(Default)]
 pub struct FaultDisk {
-    fail: Mutex<Vec<(Op, std::io::ErrorKind)>>,
+    fail: Mutex<Vec<(Op, Injected)>>,
     /// Directory syncs done.
     pub syncs: AtomicU64,
     /// Renames done.
@@ -45,7 +54,12 @@ pub struct FaultDisk {
 impl FaultDisk {
     /// Makes the next `op` fail with `kind` (once).
     pub fn fail_next(&self, op: Op, kind: std::io::ErrorKind) {
-        self.fail.lock().unwrap().push((op, kind));
+        self.fail.lock().unwrap().push((op, Injected::Kind(kind)));
+    }
+
+    /// Makes the next `op` fail with the OS error `errno` (once), e.g. EMFILE.
+    pub fn fail_next_os(&self, op: Op, errno: i32) {
+        self.fail.lock().unwrap().push((op, Injected::Os(errno)));
     }
 
     /// Holds every directory sync until `n` renames have been done.
@@ -56,11 +70,12 @@ impl FaultDisk {
     fn injected(&self, op: Op) -> std::io::Result<()> {
         let mut fail = self.fail.lock().unwrap();
         if let Some(at) = fail.iter().position(|(o, _)| *o == op) {
-            let (_, kind) = fail.remove(at);
-            return Err(std::io::Error::new(
-                kind,
-                format!("injected {op:?} failure"),
-            ));
+            return Err(match fail.remove(at).1 {
+                Injected::Kind(kind) => {
+                    std::io::Error::new(kind, format!("injected {op:?} failure"))
+                }
+                Injected::Os(errno) => std::io::Error::from_raw_os_error(errno),
+            });
         }
         Ok(())
     }
@@ -105,7 +120,10 @@ impl Disk for FaultDisk {
         StdDisk.list(dir)
     }
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>> {
-        StdDisk.read(path)
+        Box::pin(async move {
+            self.injected(Op::Read)?;
+            StdDisk.read(path).await
+        })
     }
     fn remove<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, ()> {
         Box::pin(async move {
