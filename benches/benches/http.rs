@@ -31,8 +31,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use benches::{
-    BUCKET, Backlog, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, batch_group, mark_clean, run_token,
-    start_fake, timed_batches,
+    BUCKET, Backlog, DRAIN_BATCH, DRAIN_PAYLOAD, Summary, batch_group, mark_clean, put_loop,
+    run_token, start_fake, timed_batches,
 };
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion};
@@ -40,7 +40,6 @@ use http::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST};
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use object_store::ObjectStore;
 use spool::testing::{FlakyStore, Mode};
 
 const BACKLOG: u64 = 10_000;
@@ -98,7 +97,13 @@ fn http(c: &mut Criterion) {
                     let first = bare_seq;
                     bare_seq += DRAIN_BATCH;
                     let cpu_at_start = benches::process_cpu();
-                    let elapsed = rt.block_on(put_loop(store, &bare, workers, first));
+                    let elapsed = rt.block_on(put_loop(
+                        store,
+                        &bare.token,
+                        &bare.payload,
+                        workers,
+                        first..first + DRAIN_BATCH,
+                    ));
                     if benches::tracing_batches() {
                         let cpu = benches::process_cpu().saturating_sub(cpu_at_start);
                         eprintln!(
@@ -137,39 +142,6 @@ fn http(c: &mut Criterion) {
         let stats = fake.stats();
         assert!(stats.by_status.keys().all(|&s| s == 200), "{stats:?}");
     }
-}
-
-/// Time to write `DRAIN_BATCH` objects, numbered from `first`, through `store` from
-/// `tasks` concurrent tasks, each one create-if-absent put at a time.
-async fn put_loop(
-    store: &Arc<FlakyStore>,
-    bare: &BareClient,
-    tasks: usize,
-    first: u64,
-) -> Duration {
-    let started = Instant::now();
-    let handles: Vec<_> = (0..tasks as u64)
-        .map(|t| {
-            let store = store.clone();
-            let (token, payload) = (bare.token.clone(), bare.payload.clone());
-            tokio::spawn(async move {
-                let options = || object_store::PutOptions {
-                    mode: object_store::PutMode::Create,
-                    ..Default::default()
-                };
-                for i in (t..DRAIN_BATCH).step_by(tasks) {
-                    let path =
-                        object_store::path::Path::from(format!("loop/{token}/{:010}", first + i));
-                    let payload = object_store::PutPayload::from_bytes(payload.clone());
-                    store.put_opts(&path, payload, options()).await.unwrap();
-                }
-            })
-        })
-        .collect();
-    for handle in handles {
-        handle.await.unwrap();
-    }
-    started.elapsed()
 }
 
 /// HTTP/1.1 with nothing but hyper's connection API: the least any client can do.

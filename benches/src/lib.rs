@@ -277,6 +277,20 @@ impl Backlog {
     /// be a visible share of a batch).
     #[allow(clippy::disallowed_methods)] // benches measure real time
     pub async fn drain(&self, store: &Arc<FlakyStore>, workers: usize, count: u64) -> Duration {
+        self.drain_polling(store, workers, count, None).await
+    }
+
+    /// [`Backlog::drain`], waiting for the last removals by sleeping `poll` between
+    /// looks (`None`: by yielding, which spins: right for wall time, where a timer's
+    /// millisecond would show, wrong for CPU time, which the spinning would inflate).
+    #[allow(clippy::disallowed_methods)] // benches measure real time
+    pub async fn drain_polling(
+        &self,
+        store: &Arc<FlakyStore>,
+        workers: usize,
+        count: u64,
+        poll: Option<Duration>,
+    ) -> Duration {
         let spool = &self.spool;
         let files_at_end = spool.stats().files - count;
         assert!(
@@ -297,7 +311,10 @@ impl Backlog {
         let uploaded = started.elapsed();
         // At most `workers` removals are still in flight: wait for them briefly.
         while spool.stats().files > files_at_end {
-            tokio::task::yield_now().await;
+            match poll {
+                Some(poll) => tokio::time::sleep(poll).await,
+                None => tokio::task::yield_now().await,
+            }
         }
         let elapsed = started.elapsed();
         if tracing_batches() {
@@ -328,6 +345,44 @@ impl Backlog {
     }
 }
 
+/// Time to write the objects numbered `seqs` (`loop/<token>/<seq>`, each `payload`)
+/// through `store` from `tasks` concurrent tasks, each one create-if-absent put at a
+/// time: what a drain into `store` costs without its disk work.
+#[allow(clippy::disallowed_methods)] // benches measure real time
+pub async fn put_loop(
+    store: &Arc<FlakyStore>,
+    token: &str,
+    payload: &Bytes,
+    tasks: usize,
+    seqs: std::ops::Range<u64>,
+) -> Duration {
+    let started = std::time::Instant::now();
+    let handles: Vec<_> = (0..tasks as u64)
+        .map(|t| {
+            let store = store.clone();
+            let (token, payload) = (token.to_string(), payload.clone());
+            let mine = (seqs.start + t..seqs.end).step_by(tasks);
+            tokio::spawn(async move {
+                let options = || object_store::PutOptions {
+                    mode: object_store::PutMode::Create,
+                    ..Default::default()
+                };
+                for seq in mine {
+                    let path = object_store::path::Path::from(format!("loop/{token}/{seq:010}"));
+                    let payload = object_store::PutPayload::from_bytes(payload.clone());
+                    object_store::ObjectStore::put_opts(&*store, &path, payload, options())
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.await.unwrap();
+    }
+    started.elapsed()
+}
+
 /// Whether `DRAIN_TRACE` is set: batch benches then print, for every timed batch,
 /// its wall time and the CPU time the whole process spent in it.
 pub fn tracing_batches() -> bool {
@@ -340,6 +395,15 @@ pub fn tracing_batches() -> bool {
 /// milliseconds one figure is coarse: compare sums over many batches.
 pub fn process_cpu() -> Duration {
     std::fs::read_to_string("/proc/self/stat").map_or(Duration::ZERO, |stat| cpu_of_stat(&stat))
+}
+
+/// CPU time (user and system, all threads) this process has used so far, to the
+/// nanosecond (`clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`): for figures of a few
+/// microseconds per operation, where [`process_cpu`]'s 10 ms ticks are too coarse.
+pub fn process_cpu_ns() -> Duration {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_PROCESS_CPUTIME_ID)
+        .expect("clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    Duration::new(now.tv_sec() as u64, now.tv_nsec() as u32)
 }
 
 /// utime plus stime of a `/proc/<pid>/stat` line, at 100 ticks a second.
