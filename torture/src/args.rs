@@ -38,12 +38,17 @@ impl WriterKind {
     name = "torture",
     about = "A torture run of the real binaries: fake-gcs, spool-relay on crashfs, official \
              clients; SIGKILL and power loss at random moments; every acknowledged write \
-             checked against the bucket"
+             checked against the bucket",
+    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true
 )]
 pub struct Args {
+    /// Real file-system faults instead (docs/faults.md).
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// Stop the chaos after this many power losses.
-    #[arg(long, value_name = "N")]
-    pub power_losses: u64,
+    #[arg(long, value_name = "N", required = true)]
+    pub power_losses: Option<u64>,
     /// Seed of the schedule (events, outages, power losses, writers' workloads).
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
@@ -90,6 +95,14 @@ pub struct Args {
     /// How long the end may wait for writers to finish and for the spool to drain.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub settle_secs: u64,
+}
+
+/// What else `torture` runs.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Real file-system faults under the real relay: a full disk, a read-only
+    /// remount, a low open-file limit, EIO from crashfs (docs/faults.md).
+    Faults(crate::faults::FaultsArgs),
 }
 
 /// Where everything the run starts is.

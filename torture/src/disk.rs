@@ -74,6 +74,33 @@ impl CrashDisk {
         Ok(lost)
     }
 
+    /// Operations of `kind` fail with `errno` with `probability` from now on.
+    pub fn set_fault(
+        &self,
+        kind: crashfs::faults::OpKind,
+        errno: crashfs::faults::Errno,
+        probability: f64,
+    ) -> anyhow::Result<()> {
+        let mount = self.mount.as_ref().context("crashfs is not mounted")?;
+        mount
+            .set_fault(kind, errno, probability)
+            .context("crashfs fault")
+    }
+
+    /// Removes every fault rule.
+    pub fn clear_faults(&self) {
+        if let Some(mount) = &self.mount {
+            mount.clear_faults();
+        }
+    }
+
+    /// The faults injected so far, by kind and errno, as JSON.
+    pub fn faults_injected(&self) -> String {
+        self.mount.as_ref().map_or(String::new(), |mount| {
+            serde_json::to_string(&mount.stats().faults_injected).unwrap_or_default()
+        })
+    }
+
     /// Unmounts (nothing may use the mount) and mounts again over the same backing
     /// directory, whose contents are then the durable state.
     pub async fn remount(&mut self) -> anyhow::Result<()> {

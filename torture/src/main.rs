@@ -25,6 +25,7 @@
 //! | `report` | the summary |
 //! | `http` | the harness's own HTTP requests |
 //! | `clock` | wall-clock times for the logs |
+//! | `faults` | `torture faults`: real file-system faults (docs/faults.md) |
 
 mod args;
 mod chaos;
@@ -32,6 +33,7 @@ mod check;
 mod clock;
 mod disk;
 mod fake;
+mod faults;
 mod http;
 mod ledger;
 mod procs;
@@ -64,6 +66,9 @@ const MARKER: &str = ".torture-work";
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(args::Command::Faults(faults)) = args.command {
+        return run_faults(faults);
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -108,6 +113,52 @@ fn main() -> ExitCode {
                 eprintln!("torture: {e:#}");
             }
             eprintln!("torture: interrupted; its processes are killed and crashfs unmounted");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `torture faults`: 0 when every fault passed, 1 when one failed, 2 when it could
+/// not run.
+fn run_faults(args: faults::FaultsArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("torture faults: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // On SIGINT or SIGTERM the run is dropped: its processes are killed (spawned
+    // with kill_on_drop), then its mounts undone. The handlers are installed before
+    // the run starts, so that a signal during its first steps is not fatal.
+    let work = args.work.clone();
+    let result = runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return Some(faults::run(args).await);
+        };
+        tokio::select! {
+            _ = term.recv() => None,
+            _ = int.recv() => None,
+            result = faults::run(args) => Some(result),
+        }
+    });
+    match result {
+        Some(Ok(true)) => ExitCode::SUCCESS,
+        Some(Ok(false)) => ExitCode::from(1),
+        Some(Err(e)) => {
+            eprintln!("torture faults: {e:#}");
+            ExitCode::from(2)
+        }
+        None => {
+            drop(runtime);
+            faults::unmount_all(work.as_deref());
+            eprintln!(
+                "torture faults: interrupted; its processes are killed and its mounts undone"
+            );
             ExitCode::from(2)
         }
     }
@@ -192,7 +243,8 @@ async fn on_the_mount(
         writers: &mut writers,
         events: std::fs::File::create(logs.join("events.log"))?,
     };
-    let counters = chaos::run(&mut world, args.seed, args.power_losses, args.time_bound()).await;
+    let power_losses = args.power_losses.unwrap_or_default();
+    let counters = chaos::run(&mut world, args.seed, power_losses, args.time_bound()).await;
     eprintln!("torture: chaos over; healing the store, stopping the writers, draining");
     let (end_failures, verify) = settle(args, paths, fake, &mut relay, writers, disk).await;
     let outcome = Outcome {

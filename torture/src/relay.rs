@@ -64,6 +64,11 @@ impl Relay {
         self.child.is_some()
     }
 
+    /// The running process's id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+
     /// The base URL clients write to.
     pub fn url(&self) -> String {
         format!("http://{}", self.listen)
