@@ -336,9 +336,10 @@ struct Written {
 
 fn chunk_not_stored(e: std::io::Error) -> Rejection {
     tracing::warn!(target: "spool_relay", error = %e, "writing a session chunk failed");
-    crate::sessions::busy_rejection(
-        "The relay could not store this chunk now; retry the request.".into(),
-    )
+    crate::sessions::busy_rejection(format!(
+        "The relay could not store this chunk now ({}); retry the request.",
+        crate::sessions::disk_trouble(&e)
+    ))
 }
 
 fn resent_bytes_differ(at: u64) -> Rejection {

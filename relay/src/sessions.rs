@@ -765,12 +765,42 @@ pub(crate) fn busy_rejection(message: String) -> Rejection {
 /// the session stays as it was on disk. Paths stay in the log, not the answer.
 fn io_rejection(e: std::io::Error) -> Rejection {
     tracing::warn!(target: "spool_relay", error = %e, "resumable session storage failed");
-    busy_rejection("The relay could not store this session's bytes now; retry the request.".into())
+    busy_rejection(format!(
+        "The relay could not store this session's bytes now ({}); retry the request.",
+        disk_trouble(&e)
+    ))
+}
+
+/// What a person can act on in a disk error a session met: a full disk is named as
+/// such (the caller's retry will work once the spool drains), anything else as an
+/// I/O error of the relay's.
+pub(crate) fn disk_trouble(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => "its disk is full",
+        std::io::ErrorKind::ReadOnlyFilesystem => "its disk is read-only",
+        _ => "an I/O error on its disk",
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_disk_is_named_as_such_in_the_answer() {
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        let Rejection::Status { status, message } = io_rejection(full) else {
+            panic!("not a status");
+        };
+        assert_eq!(status, 503);
+        assert!(message.unwrap().contains("its disk is full"));
+        let quota = std::io::Error::from(std::io::ErrorKind::QuotaExceeded);
+        assert_eq!(disk_trouble(&quota), "its disk is full");
+        assert_eq!(
+            disk_trouble(&std::io::Error::other("x")),
+            "an I/O error on its disk"
+        );
+    }
 
     #[test]
     fn chunk_names_round_trip_and_foreign_names_are_not_chunks() {
