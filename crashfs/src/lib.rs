@@ -51,8 +51,10 @@ mod fuse;
 pub mod model;
 #[cfg(feature = "fuse")]
 mod mount;
+mod stats;
 
 #[cfg(feature = "fuse")]
 pub use error::Error;
 #[cfg(feature = "fuse")]
-pub use mount::{DEFAULT_BLOCK_BYTES, Mount, MountOptions, PowerLoss, Stats, mount, mount_with};
+pub use mount::{DEFAULT_BLOCK_BYTES, Mount, MountOptions, mount, mount_with};
+pub use stats::{PowerLoss, Stats};

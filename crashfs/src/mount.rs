@@ -2,21 +2,18 @@
 //! the counts, unmount (also on drop). What the binary and its control socket do
 //! goes through here, so a Rust test harness can do the same without the socket.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
 
 use crate::error::Error;
 use crate::faults::{Errno, OpKind};
 use crate::fuse::CrashFs;
 use crate::fuse::backing::{Backing, ImportError};
 use crate::fuse::state::State;
-use crate::model::CrashStates;
+use crate::stats::{PowerLoss, Stats};
 
 /// Tears of unsynced data happen in blocks of this many bytes unless told
 /// otherwise (a page, and ext4's usual block).
@@ -42,49 +39,6 @@ impl MountOptions {
             block_bytes: DEFAULT_BLOCK_BYTES,
             allow_other: false,
         }
-    }
-}
-
-/// What one power loss produced.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct PowerLoss {
-    /// The states it left (the simulated disk's counts; `power_losses` is 1).
-    pub crash_states: CrashStates,
-    /// Files that came back empty under a name a rename gave them, although they
-    /// held data (ext4 delayed allocation behind a persisted rename).
-    pub zero_length_after_rename: u64,
-    /// Blocks set back to their durable contents (zeros past the durable size) in
-    /// files that kept their new size.
-    pub blocks_reverted: u64,
-    /// Handles open at the power loss; each fails with EIO from then on.
-    pub stale_handles: u64,
-}
-
-/// Counts over the life of a mount.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Stats {
-    /// Every crash state produced, summed over power losses.
-    pub crash_states: CrashStates,
-    /// See [`PowerLoss::zero_length_after_rename`].
-    pub zero_length_after_rename: u64,
-    /// See [`PowerLoss::blocks_reverted`].
-    pub blocks_reverted: u64,
-    /// See [`PowerLoss::stale_handles`].
-    pub stale_handles: u64,
-    /// Faults injected: operation kind -> errno name -> count.
-    pub faults_injected: BTreeMap<String, BTreeMap<String, u64>>,
-    /// Namespace operations not yet made durable by a directory sync, now.
-    pub pending_namespace_ops: u64,
-    /// Files whose data is not all durable, now.
-    pub dirty_files: u64,
-}
-
-impl Stats {
-    pub(crate) fn add(&mut self, p: &PowerLoss) {
-        self.crash_states.add(&p.crash_states);
-        self.zero_length_after_rename += p.zero_length_after_rename;
-        self.blocks_reverted += p.blocks_reverted;
-        self.stale_handles += p.stale_handles;
     }
 }
 
@@ -248,7 +202,3 @@ impl Drop for Mount {
         }
     }
 }
-
-/// How long the kernel may cache an entry or attributes: not at all, so that a
-/// lookup after a power loss sees the durable state.
-pub(crate) const TTL: Duration = Duration::ZERO;

@@ -102,7 +102,7 @@ pub struct Args {
 pub enum Command {
     /// Real file-system faults under the real relay: a full disk, a read-only
     /// remount, a low open-file limit, EIO from crashfs (docs/faults.md).
-    Faults(crate::faults::FaultsArgs),
+    Faults(FaultsArgs),
 }
 
 /// Where everything the run starts is.
@@ -201,4 +201,46 @@ impl Paths {
         }
         Ok(())
     }
+}
+
+/// A fault to produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum FaultKind {
+    /// A full disk: the spool on a small tmpfs.
+    Full,
+    /// A read-only remount of the spool's tmpfs while the relay runs.
+    Readonly,
+    /// A low open-file limit on the relay.
+    Fds,
+    /// EIO from crashfs: directory fsyncs, writes and file fsyncs, then unlinks.
+    Eio,
+}
+
+impl FaultKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            FaultKind::Full => "full",
+            FaultKind::Readonly => "readonly",
+            FaultKind::Fds => "fds",
+            FaultKind::Eio => "eio",
+        }
+    }
+}
+
+/// `torture faults`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FaultsArgs {
+    /// The faults to produce (default: all, in this order).
+    #[arg(long, value_delimiter = ',', default_value = "full,readonly,fds,eio")]
+    pub only: Vec<FaultKind>,
+    /// Working directory (mounts, logs); emptied first. Default: <target>/faults.
+    #[arg(long, value_name = "DIR")]
+    pub work: Option<PathBuf>,
+    /// Where spool-relay, fake-gcs and spool are. Default: this binary's directory.
+    #[arg(long, value_name = "DIR")]
+    pub bin_dir: Option<PathBuf>,
+    /// Where the recorded promtool tests (recorded-<fault>.yml) are written. Default:
+    /// <work>/alerts; spool/alerts/tests refreshes the committed ones.
+    #[arg(long, value_name = "DIR")]
+    pub tests_dir: Option<PathBuf>,
 }

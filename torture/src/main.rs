@@ -120,7 +120,7 @@ fn main() -> ExitCode {
 
 /// `torture faults`: 0 when every fault passed, 1 when one failed, 2 when it could
 /// not run.
-fn run_faults(args: faults::FaultsArgs) -> ExitCode {
+fn run_faults(args: args::FaultsArgs) -> ExitCode {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => {

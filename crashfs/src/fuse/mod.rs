@@ -28,8 +28,11 @@ use nix::sys::time::TimeSpec;
 
 use crate::faults::OpKind;
 use crate::model::{Ino, Kind};
-use crate::mount::TTL;
 use state::{State, ns_errno};
+
+/// How long the kernel may cache an entry or attributes: not at all, so that a
+/// lookup after a power loss sees the durable state.
+pub(crate) const TTL: Duration = Duration::ZERO;
 
 /// The file system fuser serves.
 #[derive(Debug)]

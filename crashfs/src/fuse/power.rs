@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::state::State;
 use crate::model::{CrashStates, Fate, Ino, Kind, draw_fate};
-use crate::mount::PowerLoss;
+use crate::stats::PowerLoss;
 
 impl State {
     /// Loses power, with the decisions drawn from `rng`.

@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use super::backing::Backing;
 use crate::faults::{self, Faults, OpKind};
 use crate::model::{FileData, Ino, Kind, Namespace, NamespaceError};
-use crate::mount::Stats;
+use crate::stats::Stats;
 
 /// An open file or directory.
 #[derive(Debug)]

@@ -26,56 +26,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use clap::{Args as ClapArgs, ValueEnum};
+
 use tokio::time::Instant;
 
-use crate::args::BUCKET;
+use crate::args::{BUCKET, FaultKind, FaultsArgs};
 use crate::fake::Fake;
 use crate::relay::Relay;
 use client::{SharedTally, Tally};
 use record::{Recorded, Recorder};
-
-/// A fault to produce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
-pub enum FaultKind {
-    /// A full disk: the spool on a small tmpfs.
-    Full,
-    /// A read-only remount of the spool's tmpfs while the relay runs.
-    Readonly,
-    /// A low open-file limit on the relay.
-    Fds,
-    /// EIO from crashfs: directory fsyncs, writes and file fsyncs, then unlinks.
-    Eio,
-}
-
-impl FaultKind {
-    pub fn label(self) -> &'static str {
-        match self {
-            FaultKind::Full => "full",
-            FaultKind::Readonly => "readonly",
-            FaultKind::Fds => "fds",
-            FaultKind::Eio => "eio",
-        }
-    }
-}
-
-/// `torture faults`'s flags.
-#[derive(Debug, Clone, ClapArgs)]
-pub struct FaultsArgs {
-    /// The faults to produce (default: all, in this order).
-    #[arg(long, value_delimiter = ',', default_value = "full,readonly,fds,eio")]
-    pub only: Vec<FaultKind>,
-    /// Working directory (mounts, logs); emptied first. Default: <target>/faults.
-    #[arg(long, value_name = "DIR")]
-    pub work: Option<PathBuf>,
-    /// Where spool-relay, fake-gcs and spool are. Default: this binary's directory.
-    #[arg(long, value_name = "DIR")]
-    pub bin_dir: Option<PathBuf>,
-    /// Where the recorded promtool tests (recorded-<fault>.yml) are written. Default:
-    /// <work>/alerts; spool/alerts/tests refreshes the committed ones.
-    #[arg(long, value_name = "DIR")]
-    pub tests_dir: Option<PathBuf>,
-}
 
 /// The binaries a fault run starts.
 #[derive(Debug, Clone)]
