@@ -51,10 +51,12 @@ mod fuse;
 pub mod model;
 #[cfg(feature = "fuse")]
 mod mount;
+#[cfg(feature = "fuse")]
 mod stats;
 
 #[cfg(feature = "fuse")]
 pub use error::Error;
 #[cfg(feature = "fuse")]
 pub use mount::{DEFAULT_BLOCK_BYTES, Mount, MountOptions, mount, mount_with};
+#[cfg(feature = "fuse")]
 pub use stats::{PowerLoss, Stats};
