@@ -762,3 +762,25 @@ async fn a_staged_entry_whose_append_failed_cannot_be_committed() {
     assert_eq!(spool.stats().broken, None);
     spool.put("next", payload(10)).await.unwrap();
 }
+
+/// After a failed directory sync every later wait on that directory fails, even one
+/// whose own fsync would now succeed, until the spool has reopened (`reset`): the
+/// kernel may have dropped the changes the failed fsync covered, and a retry
+/// reports success for them. Kills a cargo-mutants survivor (docs/mutants.md): the
+/// descriptor guard forced true, which forgot every failure.
+#[tokio::test]
+async fn a_failed_directory_sync_fails_every_later_wait_until_reset() {
+    let root = tempfile::tempdir().unwrap();
+    let disk = FaultDisk::default();
+    let sync = group_commit::DirSync::default();
+    let first = sync.ticket();
+    disk.fail_next(Op::SyncDir, io::ErrorKind::Other);
+    assert!(sync.wait_durable(&disk, root.path(), first).await.is_err());
+    let later = sync.ticket();
+    assert!(
+        sync.wait_durable(&disk, root.path(), later).await.is_err(),
+        "a wait after a failed sync succeeded"
+    );
+    sync.reset().await;
+    sync.wait_durable(&disk, root.path(), later).await.unwrap();
+}
