@@ -59,6 +59,10 @@ pub const FINISHED_KEEP: Duration = Duration::from_secs(3600);
 /// the table costs nothing per session.
 const PURGE_EVERY: Duration = Duration::from_secs(60);
 
+/// How often, at most, a full table is walked for expired sessions: a flood of
+/// opens refused for a full table must not each walk it.
+const PURGE_WHEN_FULL_EVERY: Duration = Duration::from_secs(1);
+
 /// Limits on the sessions kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Limits {
@@ -195,8 +199,12 @@ struct Table {
     sessions: BTreeMap<String, Session>,
     /// Chunk bytes held on disk by open sessions, and reserved by chunks arriving.
     bytes: u64,
+    /// Sessions not yet completed (counted, so that an open need not walk the table).
+    open_sessions: usize,
     /// When (Unix ms) opening a session next removes the expired ones.
     next_purge_ms: u64,
+    /// The same when the table is full.
+    next_full_purge_ms: u64,
 }
 
 impl Table {
@@ -205,6 +213,7 @@ impl Table {
         let session = self.sessions.remove(id)?;
         if session.finalized.is_none() {
             self.bytes = self.bytes.saturating_sub(session.received());
+            self.open_sessions -= 1;
         }
         Some(session)
     }
@@ -275,8 +284,7 @@ impl SessionStore {
         self.purge_expired().await;
         {
             let table = self.table();
-            let open = table.sessions.values().filter(|s| s.finalized.is_none());
-            if open.count() >= self.limits.max_sessions {
+            if table.open_sessions >= self.limits.max_sessions {
                 return Err(busy_rejection(format!(
                     "The relay keeps at most {} resumable sessions open at once \
                      (--max-sessions); retry later.",
@@ -293,7 +301,9 @@ impl SessionStore {
             .await
             .map_err(io_rejection)?;
         self.disk.sync_dir(&self.dir).await.map_err(io_rejection)?;
-        self.table().sessions.insert(
+        let mut table = self.table();
+        table.open_sessions += 1;
+        table.sessions.insert(
             id.clone(),
             Session {
                 opening,
@@ -310,19 +320,20 @@ impl SessionStore {
 
     /// Removes the sessions that expired (an abandoned upload past `session_ttl`,
     /// a completed one past [`FINISHED_KEEP`]) and their files, at most once per
-    /// [`PURGE_EVERY`], and whenever the table is full of open sessions (an expired
-    /// one must not keep a new one out).
+    /// [`PURGE_EVERY`], and when the table is full of open sessions at most once per
+    /// [`PURGE_WHEN_FULL_EVERY`] (an expired one must not keep a new one out).
     async fn purge_expired(&self) {
         let now = self.clock.now_unix_ms();
         let ttl_ms = self.limits.ttl.as_millis() as u64;
         let expired: Vec<(String, Session)> = {
             let mut table = self.table();
-            let open = table.sessions.values().filter(|s| s.finalized.is_none());
-            let full = open.count() >= self.limits.max_sessions;
-            if now < table.next_purge_ms && !full {
+            let full = table.open_sessions >= self.limits.max_sessions;
+            let due = now >= table.next_purge_ms || (full && now >= table.next_full_purge_ms);
+            if !due {
                 return;
             }
             table.next_purge_ms = now.saturating_add(PURGE_EVERY.as_millis() as u64);
+            table.next_full_purge_ms = now.saturating_add(PURGE_WHEN_FULL_EVERY.as_millis() as u64);
             let ids: Vec<String> = (table.sessions.iter())
                 .filter(|(_, s)| !s.busy && now > s.expires_ms(ttl_ms))
                 .map(|(id, _)| id.clone())
@@ -458,6 +469,13 @@ impl SessionStore {
             let mut table = self.table();
             let held = table.sessions.get(id).map_or(0, Session::received);
             table.bytes = table.bytes.saturating_sub(held);
+            if table
+                .sessions
+                .get(id)
+                .is_some_and(|s| s.finalized.is_none())
+            {
+                table.open_sessions -= 1;
+            }
             let session = table.sessions.get_mut(id);
             session.map(|s| {
                 s.finalized = Some(reply.clone());
@@ -507,6 +525,7 @@ impl SessionStore {
                     stale.extend(dropped);
                     if session.finalized.is_none() {
                         loaded.bytes += session.received();
+                        loaded.open_sessions += 1;
                     }
                     loaded.sessions.insert(id, session);
                 }
