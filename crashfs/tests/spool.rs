@@ -12,14 +12,6 @@ use bytes::Bytes;
 use common::*;
 use spool::{Spool, SpoolConfig, StdDisk};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn std_disk_passes_the_conformance_suite_on_crashfs() {
     let Some(fx) = Fixture::new("std_disk_passes_the_conformance_suite", 21) else {

@@ -15,14 +15,6 @@ use crashfs::faults::{Errno, OpKind};
 use rand::{Rng as _, SeedableRng as _};
 use spool::{Contents, Disk, SetAside, Spool, SpoolConfig, StdDisk};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// A seed whose power loss keeps almost none of the operations not yet synced: its
 /// first draw, the keep probability (`model::fate::keep_in_order`), is below 0.1%.
 fn keep_nothing_seed() -> u64 {
