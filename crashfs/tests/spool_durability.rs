@@ -12,16 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::*;
 use crashfs::faults::{Errno, OpKind};
-use rand::{Rng as _, SeedableRng as _};
 use spool::{Contents, Disk, SetAside, Spool, SpoolConfig, StdDisk};
-
-/// A seed whose power loss keeps almost none of the operations not yet synced: its
-/// first draw, the keep probability (`model::fate::keep_in_order`), is below 0.1%.
-fn keep_nothing_seed() -> u64 {
-    (0..)
-        .find(|&seed| rand_chacha::ChaCha8Rng::seed_from_u64(seed).random::<f64>() < 0.001)
-        .unwrap()
-}
 
 /// The entry files (`*.entry`) in `dir`.
 fn entry_files(dir: &Path) -> Vec<String> {
@@ -84,7 +75,9 @@ fn an_entry_set_aside_stays_aside_across_a_power_loss() {
             .await
             .unwrap();
     });
-    fx.mount.power_loss_with_seed(keep_nothing_seed()).unwrap();
+    fx.mount
+        .power_loss_with_seed(crashfs::model::seed_keeping_almost_nothing())
+        .unwrap();
     assert_eq!(entry_files(&dir.join("entries")), Vec::<String>::new());
     assert_eq!(entry_files(&dir.join("dead-letter")).len(), 1);
     assert_eq!(entry_files(&dir.join("quarantine")).len(), 1);
@@ -120,7 +113,9 @@ fn a_requeue_moves_only_the_entries_named_and_durably() {
         let moved: Vec<u64> = done.moved.iter().map(|(_, seq)| *seq).collect();
         assert_eq!(moved, [wanted], "{done:?}");
     });
-    fx.mount.power_loss_with_seed(keep_nothing_seed()).unwrap();
+    fx.mount
+        .power_loss_with_seed(crashfs::model::seed_keeping_almost_nothing())
+        .unwrap();
     assert_eq!(entry_files(&dir.join("entries")).len(), 1);
     assert_eq!(entry_files(&dir.join("dead-letter")).len(), 1);
 }

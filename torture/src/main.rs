@@ -394,7 +394,10 @@ async fn settle(
     // to remove_sync_batch removals are left unsynced); only here is it a finding.
     if relay.running() {
         failures.push("the relay still runs: no power loss after the end".into());
-    } else if let Err(e) = disk.power_loss(keep_nothing_seed()).await {
+    } else if let Err(e) = disk
+        .power_loss(crashfs::model::seed_keeping_almost_nothing())
+        .await
+    {
         failures.push(format!("the power loss after the end: {e:#}"));
     }
     let mut verify = match spool_verify(&paths.spool, &relay.dir).await {
@@ -411,17 +414,6 @@ async fn settle(
         ));
     }
     (failures, verify)
-}
-
-/// A seed for crashfs's power loss whose first draw, the probability that each
-/// operation not yet synced is kept (crashfs/src/model/fate.rs `keep_in_order`), is
-/// below 0.1%: an unsynced removal is then almost surely lost, where an ordinary
-/// draw keeps one with probability 1/2.
-fn keep_nothing_seed() -> u64 {
-    use rand::{Rng as _, SeedableRng as _};
-    (0..)
-        .find(|&seed| rand_chacha::ChaCha8Rng::seed_from_u64(seed).random::<f64>() < 0.001)
-        .unwrap_or_default()
 }
 
 /// Waits until the relay's spool is empty.

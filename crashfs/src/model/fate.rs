@@ -64,6 +64,17 @@ pub fn mixed_bytes(live: &[u8], durable: &[u8], block_bytes: usize, revert: &[bo
     data
 }
 
+/// A power-loss seed whose draw keeps almost none of the operations not yet synced:
+/// seeded as a power loss seeds its generator (`ChaCha8Rng::seed_from_u64`), its
+/// first draw, [`keep_in_order`]'s keep probability, is below 0.1%. For a check that
+/// nothing durable rests on an operation never synced.
+pub fn seed_keeping_almost_nothing() -> u64 {
+    use rand::SeedableRng as _;
+    (0..)
+        .find(|&seed| rand_chacha::ChaCha8Rng::seed_from_u64(seed).random::<f64>() < 0.001)
+        .expect("some seed draws below 0.1%")
+}
+
 /// Decides which pending namespace operations survive a power loss. `ops` lists, in
 /// issue order, the directories each operation touches (a rename touches two). One
 /// draw gives a keep probability for this power loss; then each operation whose

@@ -27,5 +27,8 @@ pub mod namespace;
 mod tests;
 
 pub use data::{FileData, Restore};
-pub use fate::{CrashStates, Fate, draw_fate, failed_sync_keeps, keep_in_order, mixed_bytes};
+pub use fate::{
+    CrashStates, Fate, draw_fate, failed_sync_keeps, keep_in_order, mixed_bytes,
+    seed_keeping_almost_nothing,
+};
 pub use namespace::{Ino, Kind, Namespace, NamespaceError, ROOT};
