@@ -84,6 +84,17 @@ pub fn run_shard(
     jobs: usize,
     location: &Location,
 ) -> anyhow::Result<Vec<RunResult>> {
+    run_shard_with(plan, shard, jobs, location, run_one)
+}
+
+/// [`run_shard`], each run made by `run` (a test's stand-in for a simulation).
+fn run_shard_with(
+    plan: &Plan,
+    shard: Shard,
+    jobs: usize,
+    location: &Location,
+    run: impl Fn(&Plan, usize, u64) -> RunResult + Sync,
+) -> anyhow::Result<Vec<RunResult>> {
     let mine: Vec<u64> = (0..plan.runs()).filter(|&i| shard.takes(i)).collect();
     let total = mine.len();
     let queue = Mutex::new(mine.into_iter().rev().collect::<Vec<_>>());
@@ -99,9 +110,14 @@ pub fn run_shard(
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| {
-                while let Some(i) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+                loop {
+                    // The queue's lock is let go before the run: held in a `while
+                    // let`'s condition it would last the whole run, one run at a time
+                    // whatever `jobs` says.
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop();
+                    let Some(i) = next else { break };
                     let (variant, seed) = plan.key(i);
-                    let result = run_one(plan, variant, seed);
+                    let result = run(plan, variant, seed);
                     let json = serde_json::to_vec_pretty(&result).expect("results serialize");
                     let name = result.file_name(&suffix);
                     if let Err(e) = runtime.block_on(location.write(&name, json)) {
@@ -162,4 +178,51 @@ fn available_memory_bytes() -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
+
+    use super::*;
+
+    const SCENARIO: &str = r#"
+name = "t"
+seed = 1
+start = 2026-10-08T10:00:00Z
+duration = "10s"
+[workload]
+rate = 5
+size = "1KiB"
+"#;
+
+    /// Runs meet: each waits until `jobs` runs are in progress at once. Run one at
+    /// a time, none would ever see the others; the wait is bounded so that such a
+    /// sweep fails the test instead of hanging it (a passing sweep never waits).
+    #[test]
+    fn jobs_runs_are_in_progress_at_once() {
+        let jobs = 3;
+        let plan = Plan::new("t.toml", SCENARIO, &[], Some(1..=6)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let location = Location::parse(dir.path().to_str().unwrap(), None).unwrap();
+        // (runs in progress, most at once, a wait ran out)
+        let in_progress = (Mutex::new((0usize, 0usize, false)), Condvar::new());
+        let run = |plan: &Plan, variant: usize, seed: u64| {
+            let (lock, met) = &in_progress;
+            let mut counts = lock.lock().unwrap();
+            counts.0 += 1;
+            counts.1 = counts.1.max(counts.0);
+            met.notify_all();
+            let (mut counts, waited) = met
+                .wait_timeout_while(counts, Duration::from_secs(30), |c| c.1 < jobs && !c.2)
+                .unwrap();
+            counts.2 |= waited.timed_out();
+            counts.0 -= 1;
+            plan.result(variant, seed, Outcome::Passed, None)
+        };
+        let results = run_shard_with(&plan, Shard::WHOLE, jobs, &location, run).unwrap();
+        assert_eq!(results.len(), 6);
+        assert_eq!(in_progress.0.lock().unwrap().1, jobs, "most runs at once");
+    }
 }
