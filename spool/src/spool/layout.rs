@@ -72,32 +72,39 @@ pub struct Listed {
     pub file_bytes: u64,
 }
 
-fn digits(s: &str) -> Option<u64> {
-    (!s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| s.parse().ok())
-        .flatten()
-}
-
-/// Parses an entry file name, in either naming.
-pub fn parse_entry_name(file_name: &str) -> Option<EntryName> {
-    let stem = file_name.strip_suffix(ENTRY_SUFFIX)?;
-    let mut parts = stem.split('.');
-    let seq_digits = parts.next()?;
-    if seq_digits.len() != 20 {
+/// The number at the start of `s` (1 to 20 ASCII digits that fit in a `u64`) and what
+/// follows it.
+fn leading_number(s: &[u8]) -> Option<(u64, &[u8])> {
+    let len = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    if len == 0 || len > 20 {
         return None;
     }
-    let seq = digits(seq_digits)?;
-    match (parts.next(), parts.next(), parts.next()) {
-        (None, _, _) => Some(EntryName { seq, listed: None }),
-        (Some(created), Some(bytes), None) => Some(EntryName {
-            seq,
-            listed: Some(Listed {
-                created_unix_ms: digits(created)?,
-                file_bytes: digits(bytes)?,
-            }),
-        }),
-        _ => None,
+    let value = s[..len].iter().try_fold(0u64, |value, &digit| {
+        value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
+    })?;
+    Some((value, &s[len..]))
+}
+
+/// Parses an entry file name, in either naming, in one pass over its bytes: open
+/// parses every name in the directory, so this is most of what it adds to a listing.
+pub fn parse_entry_name(file_name: &str) -> Option<EntryName> {
+    let stem = file_name.strip_suffix(ENTRY_SUFFIX)?.as_bytes();
+    let (seq, rest) = leading_number(stem)?;
+    if stem.len() - rest.len() != 20 {
+        return None;
     }
+    if rest.is_empty() {
+        return Some(EntryName { seq, listed: None });
+    }
+    let (created_unix_ms, rest) = leading_number(rest.strip_prefix(b".")?)?;
+    let (file_bytes, rest) = leading_number(rest.strip_prefix(b".")?)?;
+    rest.is_empty().then_some(EntryName {
+        seq,
+        listed: Some(Listed {
+            created_unix_ms,
+            file_bytes,
+        }),
+    })
 }
 
 /// `00000000000000000042.tmp`
@@ -221,10 +228,56 @@ mod tests {
             "00000000000000000042.1.2.3.entry",
             "00000000000000000042..2.entry",
             "00000000000000000042.1.x.entry",
+            "00000000000000000042.1.2..entry",
+            "00000000000000000042.1.2.entry.entry",
+            "00000000000000000042.+1.2.entry",
+            "00000000000000000042.1.2",
+            "00000000000000000042..entry",
+            "000000000000000000042.entry",
+            ".entry",
+            "18446744073709551616.entry",
+            "00000000000000000042.123456789012345678901.2.entry",
+            "00000000000000000042.1.18446744073709551616.entry",
         ] {
             assert_eq!(parse_entry_name(bad), None, "{bad}");
         }
         assert_eq!(unique_name(&["a".into(), "a.1".into()], "a"), "a.2");
+    }
+
+    /// The parser as first written, with `split`: the one-pass parser must agree
+    /// with it on every name.
+    fn parse_by_split(file_name: &str) -> Option<EntryName> {
+        let digits = |s: &str| -> Option<u64> {
+            (!s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| s.parse().ok())
+                .flatten()
+        };
+        let mut parts = file_name.strip_suffix(ENTRY_SUFFIX)?.split('.');
+        let seq_digits = parts.next()?;
+        if seq_digits.len() != 20 {
+            return None;
+        }
+        let seq = digits(seq_digits)?;
+        match (parts.next(), parts.next(), parts.next()) {
+            (None, _, _) => Some(EntryName { seq, listed: None }),
+            (Some(created), Some(bytes), None) => Some(EntryName {
+                seq,
+                listed: Some(Listed {
+                    created_unix_ms: digits(created)?,
+                    file_bytes: digits(bytes)?,
+                }),
+            }),
+            _ => None,
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_one_pass_parser_agrees_with_split(
+            name in "(0{18}[0-9]{1,3}|1844674407370955161[0-9]|[0-9]{19})(\\.[0-9+x]{0,21}){0,4}(\\.entry|\\.tmp|)",
+        ) {
+            proptest::prop_assert_eq!(parse_entry_name(&name), parse_by_split(&name), "{}", name);
+        }
     }
 
     #[test]

@@ -182,8 +182,9 @@ async fn take_lock(disk: &dyn Disk, dir: &Path) -> Result<DiskLock, OpenError> {
 struct EntryNames {
     /// Puts interrupted by a crash: deleted.
     temps: Vec<String>,
-    /// Entry files named with their creation time and size: indexed from the name.
-    listed: Vec<(String, layout::Listed)>,
+    /// Entry files named with their sequence number, creation time and size:
+    /// indexed from the name alone.
+    listed: Vec<(u64, layout::Listed, String)>,
     /// Entry files named as before 2026-12: their header is read.
     legacy: Vec<String>,
     /// Anything else: quarantined.
@@ -199,10 +200,10 @@ fn sort_entry_names(names: Vec<String>) -> EntryNames {
         }
         match layout::parse_entry_name(&name) {
             Some(layout::EntryName {
+                seq,
                 listed: Some(listed),
-                ..
-            }) => sorted.listed.push((name, listed)),
-            Some(_) => sorted.legacy.push(name),
+            }) => sorted.listed.push((seq, listed, name)),
+            Some(layout::EntryName { listed: None, .. }) => sorted.legacy.push(name),
             None => sorted.strays.push(name),
         }
     }
@@ -235,22 +236,17 @@ pub(super) async fn scan(
         disk.remove(&path).await.map_err(io_err("remove", &path))?;
         report.temp_files_removed += 1;
     }
-    let mut index = BTreeMap::new();
-    let mut bytes = 0;
-    for (name, listed) in names.listed {
-        let seq = layout::parse_seq(&name).expect("sorted as an entry name");
-        bytes += listed.file_bytes;
-        index.insert(seq, meta(listed, false));
-    }
     let mut to_quarantine: Vec<(String, String)> = names
         .strays
         .into_iter()
         .map(|name| (name, "not a spool entry file name".to_string()))
         .collect();
+    let (mut index, mut bytes) = index_listed(names.listed, &mut to_quarantine);
     for (name, header) in read_legacy(disk, &dirs.entries, names.legacy).await? {
+        let seq = layout::parse_seq(&name).expect("sorted as an entry name");
         match header {
+            Ok(_) if index.contains_key(&seq) => to_quarantine.push((name, same_seq())),
             Ok(listed) => {
-                let seq = layout::parse_seq(&name).expect("sorted as an entry name");
                 bytes += listed.file_bytes;
                 index.insert(seq, meta(listed, true));
             }
@@ -266,6 +262,35 @@ pub(super) async fn scan(
         dead_letter,
         report,
     })
+}
+
+/// The index of the entries named with what it needs, built in one go (sorted, then
+/// bulk-built) rather than by one insert per entry in the directory's hash order: the
+/// inserts were most of what open added to a listing. Two files with one sequence
+/// number (only a hand can make them) keep the first by name; the other is set
+/// aside. Returns the index and the bytes of its entries.
+fn index_listed(
+    mut listed: Vec<(u64, layout::Listed, String)>,
+    to_quarantine: &mut Vec<(String, String)>,
+) -> (BTreeMap<u64, Meta>, u64) {
+    listed.sort_unstable_by(|a, b| (a.0, &a.2).cmp(&(b.0, &b.2)));
+    let (mut previous, mut bytes) = (None, 0);
+    let index = listed
+        .into_iter()
+        .filter_map(|(seq, listed, name)| {
+            if previous.replace(seq) == Some(seq) {
+                to_quarantine.push((name, same_seq()));
+                return None;
+            }
+            bytes += listed.file_bytes;
+            Some((seq, meta(listed, false)))
+        })
+        .collect();
+    (index, bytes)
+}
+
+fn same_seq() -> String {
+    "another entry file has the same sequence number".to_string()
 }
 
 fn meta(listed: layout::Listed, legacy_name: bool) -> Meta {

@@ -261,6 +261,37 @@ async fn a_stray_file_is_quarantined_even_when_its_note_cannot_be_written() {
     assert!(fx.dir.path().join(QUARANTINE_DIR).join("stray").exists());
 }
 
+/// Two entry files with one sequence number can only be made by hand (a copy, a
+/// restore over a live spool): open keeps one, sets the other aside with the reason,
+/// and the totals agree with the index.
+#[tokio::test]
+async fn two_entry_files_with_one_sequence_number_keep_one_and_quarantine_the_other() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    spool.put("a", payload(10)).await.unwrap();
+    spool.put("b", payload(20)).await.unwrap();
+    drop(spool);
+    let entries = fx.dir.path().join(ENTRIES_DIR);
+    let first = fx.entries()[0].clone();
+    let header = layout::parse_entry_name(&first).unwrap().listed.unwrap();
+    let copy = layout::entry_file_name(1, header.created_unix_ms + 1, header.file_bytes);
+    std::fs::copy(entries.join(&first), entries.join(&copy)).unwrap();
+
+    let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
+    assert_eq!(report.entries, 2, "{report:?}");
+    assert_eq!(
+        report.quarantined,
+        vec![(
+            copy.clone(),
+            "another entry file has the same sequence number".to_string()
+        )]
+    );
+    let stats = spool.stats();
+    assert_eq!((stats.files, stats.quarantined_files), (2, 1));
+    assert!(fx.dir.path().join(QUARANTINE_DIR).join(&copy).exists());
+    assert_eq!(spool.put("c", payload(1)).await.unwrap().seq, 3);
+}
+
 #[tokio::test]
 async fn a_spool_written_before_the_format_change_opens_and_reads() {
     let fx = Fixture::new();
