@@ -512,9 +512,9 @@ impl SessionStore {
         self.disk.create_dir_all(&self.dir).await?;
         let names = self.disk.list(&self.dir).await?;
         let mut files: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for name in names {
+        for name in names.iter() {
             let id = name.split('.').next().unwrap_or_default().to_string();
-            files.entry(id).or_default().push(name);
+            files.entry(id).or_default().push(name.to_string());
         }
         let now = self.clock.now_unix_ms();
         let mut loaded = Table::default();

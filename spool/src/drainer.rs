@@ -589,7 +589,7 @@ mod tests {
         let (spool, disk) = mem_spool(SpoolConfig::default()).await;
         fill_numbered(&spool, 17).await;
         let entries = Path::new("/spool/entries");
-        let mut files = disk.list(entries).await.unwrap();
+        let mut files = disk.list(entries).await.unwrap().to_vec();
         files.sort();
         // The oldest is read and written alone; the worker then reads the other 16
         // ahead in one batch, every one of them failing.
@@ -686,7 +686,7 @@ mod tests {
         assert_eq!(names, ["ok/1", "ok/2"]);
         assert_eq!(spool.metrics().dead_lettered_total(), 1);
         let dead = Path::new("/spool/dead-letter");
-        let names = disk.list(dead).await.unwrap();
+        let names = disk.list(dead).await.unwrap().to_vec();
         let error_file = names.iter().find(|n| n.ends_with(".error")).unwrap();
         let error = String::from_utf8(disk.read(&dead.join(error_file)).await.unwrap()).unwrap();
         assert!(error.contains("refused"), "{error}");
@@ -697,7 +697,8 @@ mod tests {
         let (spool, disk) = mem_spool(SpoolConfig::default()).await;
         fill(&spool, &["a", "b"]).await;
         let entries = Path::new("/spool/entries");
-        let first = disk.list(entries).await.unwrap().into_iter().min().unwrap();
+        let listed = disk.list(entries).await.unwrap();
+        let first = listed.iter().min().unwrap();
         disk.corrupt(&entries.join(first), |bytes| {
             *bytes.last_mut().unwrap() ^= 1;
         });
@@ -715,7 +716,8 @@ mod tests {
         let (spool, disk) = mem_spool(SpoolConfig::default()).await;
         fill(&spool, &["bad-sector", "b", "c"]).await;
         let entries = Path::new("/spool/entries");
-        let first = disk.list(entries).await.unwrap().into_iter().min().unwrap();
+        let listed = disk.list(entries).await.unwrap();
+        let first = listed.iter().min().unwrap();
         disk.make_unreadable(&entries.join(first));
         let store = FlakyStore::new(Mode::Healthy);
         let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(4));
@@ -725,7 +727,7 @@ mod tests {
         assert_eq!(names, ["b", "c"]);
         assert_eq!(spool.stats().quarantined_files, 1);
         let quarantine = Path::new("/spool/quarantine");
-        let notes = disk.list(quarantine).await.unwrap();
+        let notes = disk.list(quarantine).await.unwrap().to_vec();
         let note = notes.iter().find(|n| n.ends_with(".reason")).unwrap();
         let reason = String::from_utf8(disk.read(&quarantine.join(note)).await.unwrap()).unwrap();
         assert!(reason.contains("cannot read"), "{reason}");

@@ -67,7 +67,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use spool::disk::{Contents, Disk, DiskFuture, DiskLock};
+use spool::disk::{Contents, Disk, DiskFuture, DiskLock, Names};
 
 use crash_point::Schedule;
 pub use crash_point::{CrashPoint, OpKind};
@@ -560,7 +560,7 @@ impl Disk for SimDisk {
         }))
     }
 
-    fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Vec<String>> {
+    fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Names> {
         Box::pin(self.step(OpKind::Readdir, move |s| {
             if s.fault("eio_readdir", s.config.faults.eio_readdir) {
                 return Err(eio(&format!("readdir {}", dir.display())));
@@ -569,7 +569,7 @@ impl Disk for SimDisk {
             if s.mutant == Some(DiskMutant::ListingDropsEntries) {
                 names.retain(|n| n.split('.').nth(1).is_none_or(|ms| !ms.ends_with('7')));
             }
-            Ok(names)
+            Ok(names.into_iter().collect())
         }))
     }
 

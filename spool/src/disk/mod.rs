@@ -21,8 +21,10 @@
 //! run.
 
 mod contents;
+mod names;
 
 pub use contents::Contents;
+pub use names::Names;
 
 use std::fs::File;
 use std::future::Future;
@@ -92,7 +94,7 @@ pub trait Disk: Send + Sync + 'static {
     fn sync_dir<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, ()>;
     /// The names of the regular files in `dir` (not subdirectories), in no particular
     /// order. Names that are not UTF-8 are left out.
-    fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Vec<String>>;
+    fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Names>;
     /// The whole contents of `path`.
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>>;
     /// The whole contents of every file in `paths`, as one call; one result per
@@ -220,16 +222,16 @@ impl Disk for StdDisk {
         Box::pin(blocking(move || File::open(dir)?.sync_all()))
     }
 
-    fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Vec<String>> {
+    fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Names> {
         let dir = dir.to_path_buf();
         Box::pin(blocking(move || {
-            let mut names = Vec::new();
+            let mut names = Names::default();
             for entry in std::fs::read_dir(dir)? {
                 let entry = entry?;
                 if entry.file_type()?.is_dir() {
                     continue;
                 }
-                if let Ok(name) = entry.file_name().into_string() {
+                if let Some(name) = entry.file_name().to_str() {
                     names.push(name);
                 }
             }

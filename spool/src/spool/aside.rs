@@ -130,7 +130,7 @@ impl Spool {
             SetAside::DeadLetter => (&inner.dead_letter, ERROR_SUFFIX),
             SetAside::Quarantine => (&inner.quarantine, REASON_SUFFIX),
         };
-        let mut files = inner.disk.list(&dir.path).await?;
+        let mut files = inner.disk.list(&dir.path).await?.to_vec();
         files.retain(|f| !f.ends_with(note_suffix));
         files.sort();
         let mut done = Requeued::default();

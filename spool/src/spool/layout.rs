@@ -75,14 +75,19 @@ pub struct Listed {
 /// The number at the start of `s` (1 to 20 ASCII digits that fit in a `u64`) and what
 /// follows it.
 fn leading_number(s: &[u8]) -> Option<(u64, &[u8])> {
-    let len = s.iter().take_while(|b| b.is_ascii_digit()).count();
-    if len == 0 || len > 20 {
-        return None;
+    let (mut value, mut len) = (0u64, 0);
+    for &byte in s {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        if len == 20 {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
+        len += 1;
     }
-    let value = s[..len].iter().try_fold(0u64, |value, &digit| {
-        value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
-    })?;
-    Some((value, &s[len..]))
+    (len > 0).then(|| (value, &s[len..]))
 }
 
 /// Parses an entry file name, in either naming, in one pass over its bytes: open

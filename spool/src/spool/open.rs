@@ -25,7 +25,7 @@ use super::layout::{
 };
 use super::{Inner, Meta, Spool, SpoolConfig, SpoolDir, State};
 use crate::clock::Clock;
-use crate::disk::{Disk, DiskLock};
+use crate::disk::{Disk, DiskLock, Names};
 use crate::error::OpenError;
 use crate::metrics::Metrics;
 
@@ -74,9 +74,7 @@ impl Scan {
     /// quarantined entries included, so a number is never reused while its file
     /// exists anywhere in the directory.
     pub(super) fn next_seq(&self) -> u64 {
-        self.index
-            .keys()
-            .copied()
+        (self.index.last_key_value().map(|(&seq, _)| seq).into_iter())
             .chain(self.dead_letter.iter().filter_map(|n| layout::parse_seq(n)))
             .chain(self.quarantine.iter().filter_map(|n| layout::parse_seq(n)))
             .max()
@@ -183,28 +181,30 @@ struct EntryNames {
     /// Puts interrupted by a crash: deleted.
     temps: Vec<String>,
     /// Entry files named with their sequence number, creation time and size:
-    /// indexed from the name alone.
-    listed: Vec<(u64, layout::Listed, String)>,
+    /// indexed from the name alone (the name's place in the listing kept, should
+    /// another file have the same sequence number).
+    listed: Vec<(u64, layout::Listed, usize)>,
     /// Entry files named as before 2026-12: their header is read.
     legacy: Vec<String>,
     /// Anything else: quarantined.
     strays: Vec<String>,
 }
 
-fn sort_entry_names(names: Vec<String>) -> EntryNames {
+fn sort_entry_names(names: &Names) -> EntryNames {
     let mut sorted = EntryNames::default();
-    for name in names {
+    sorted.listed.reserve(names.len());
+    for (i, name) in names.iter().enumerate() {
         if name.ends_with(TEMP_SUFFIX) {
-            sorted.temps.push(name);
+            sorted.temps.push(name.to_string());
             continue;
         }
-        match layout::parse_entry_name(&name) {
+        match layout::parse_entry_name(name) {
             Some(layout::EntryName {
                 seq,
                 listed: Some(listed),
-            }) => sorted.listed.push((seq, listed, name)),
-            Some(layout::EntryName { listed: None, .. }) => sorted.legacy.push(name),
-            None => sorted.strays.push(name),
+            }) => sorted.listed.push((seq, listed, i)),
+            Some(layout::EntryName { listed: None, .. }) => sorted.legacy.push(name.to_string()),
+            None => sorted.strays.push(name.to_string()),
         }
     }
     sorted
@@ -220,16 +220,18 @@ pub(super) async fn scan(
     let mut quarantine = disk
         .list(&dirs.quarantine)
         .await
-        .map_err(io_err("list", &dirs.quarantine))?;
+        .map_err(io_err("list", &dirs.quarantine))?
+        .to_vec();
     let dead_letter = disk
         .list(&dirs.dead_letter)
         .await
-        .map_err(io_err("list", &dirs.dead_letter))?;
+        .map_err(io_err("list", &dirs.dead_letter))?
+        .to_vec();
     let entries = disk
         .list(&dirs.entries)
         .await
         .map_err(io_err("list", &dirs.entries))?;
-    let names = sort_entry_names(entries);
+    let names = sort_entry_names(&entries);
     let mut report = OpenReport::default();
     for name in &names.temps {
         let path = dirs.entries.join(name);
@@ -241,7 +243,7 @@ pub(super) async fn scan(
         .into_iter()
         .map(|name| (name, "not a spool entry file name".to_string()))
         .collect();
-    let (mut index, mut bytes) = index_listed(names.listed, &mut to_quarantine);
+    let (mut index, mut bytes) = index_listed(names.listed, &entries, &mut to_quarantine);
     for (name, header) in read_legacy(disk, &dirs.entries, names.legacy).await? {
         let seq = layout::parse_seq(&name).expect("sorted as an entry name");
         match header {
@@ -270,16 +272,18 @@ pub(super) async fn scan(
 /// number (only a hand can make them) keep the first by name; the other is set
 /// aside. Returns the index and the bytes of its entries.
 fn index_listed(
-    mut listed: Vec<(u64, layout::Listed, String)>,
+    mut listed: Vec<(u64, layout::Listed, usize)>,
+    names: &Names,
     to_quarantine: &mut Vec<(String, String)>,
 ) -> (BTreeMap<u64, Meta>, u64) {
-    listed.sort_unstable_by(|a, b| (a.0, &a.2).cmp(&(b.0, &b.2)));
+    let name = |i: usize| names.get(i).expect("a place in the listing");
+    listed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| name(a.2).cmp(name(b.2))));
     let (mut previous, mut bytes) = (None, 0);
     let index = listed
         .into_iter()
-        .filter_map(|(seq, listed, name)| {
+        .filter_map(|(seq, listed, i)| {
             if previous.replace(seq) == Some(seq) {
-                to_quarantine.push((name, same_seq()));
+                to_quarantine.push((name(i).to_string(), same_seq()));
                 return None;
             }
             bytes += listed.file_bytes;

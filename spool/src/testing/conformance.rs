@@ -110,7 +110,7 @@ pub async fn create_list_read_remove(disk: &dyn Disk, dir: &Path) {
         .await
         .unwrap();
     disk.sync_dir(dir).await.unwrap();
-    let mut names = disk.list(dir).await.unwrap();
+    let mut names = disk.list(dir).await.unwrap().to_vec();
     names.sort();
     assert_eq!(names, ["a", "b"], "list must show files and only files");
     assert_eq!(disk.read(&dir.join("a")).await.unwrap(), b"alpha");
@@ -118,7 +118,7 @@ pub async fn create_list_read_remove(disk: &dyn Disk, dir: &Path) {
     disk.remove(&dir.join("a")).await.unwrap();
     disk.sync_dir(dir).await.unwrap();
     assert_eq!(
-        disk.list(dir).await.unwrap(),
+        disk.list(dir).await.unwrap().to_vec(),
         ["b"],
         "removed file still listed"
     );
@@ -192,7 +192,7 @@ pub async fn rename_replaces_the_target(disk: &dyn Disk, dir: &Path) {
         .await
         .unwrap();
     disk.sync_dir(dir).await.unwrap();
-    assert_eq!(disk.list(dir).await.unwrap(), ["to"]);
+    assert_eq!(disk.list(dir).await.unwrap().to_vec(), ["to"]);
     assert_eq!(disk.read(&dir.join("to")).await.unwrap(), b"new");
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
-use crate::disk::{Contents, Disk, DiskFuture, DiskLock, StdDisk};
+use crate::disk::{Contents, Disk, DiskFuture, DiskLock, Names, StdDisk};
 
 /// Which disk operation a [`FaultDisk`] rule applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +116,7 @@ impl Disk for FaultDisk {
             StdDisk.sync_dir(dir).await
         })
     }
-    fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Vec<String>> {
+    fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Names> {
         StdDisk.list(dir)
     }
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>> {
@@ -239,7 +239,7 @@ impl Disk for MemDisk {
     fn sync_dir<'a>(&'a self, _dir: &'a Path) -> DiskFuture<'a, ()> {
         Box::pin(std::future::ready(Ok(())))
     }
-    fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Vec<String>> {
+    fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Names> {
         let result = if self.dirs.lock().unwrap().contains(dir) {
             Ok(self
                 .files
