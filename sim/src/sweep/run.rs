@@ -187,23 +187,19 @@ mod tests {
 
     use super::*;
 
-    const SCENARIO: &str = r#"
-name = "t"
-seed = 1
-start = 2026-10-08T10:00:00Z
-duration = "10s"
-[workload]
-rate = 5
-size = "1KiB"
-"#;
-
     /// Runs meet: each waits until `jobs` runs are in progress at once. Run one at
     /// a time, none would ever see the others; the wait is bounded so that such a
     /// sweep fails the test instead of hanging it (a passing sweep never waits).
     #[test]
     fn jobs_runs_are_in_progress_at_once() {
         let jobs = 3;
-        let plan = Plan::new("t.toml", SCENARIO, &[], Some(1..=6)).unwrap();
+        let plan = Plan::new(
+            "t.toml",
+            super::super::variant::tests::BASE,
+            &[],
+            Some(1..=6),
+        )
+        .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let location = Location::parse(dir.path().to_str().unwrap(), None).unwrap();
         // (runs in progress, most at once, a wait ran out)

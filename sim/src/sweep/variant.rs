@@ -169,7 +169,7 @@ fn set_key(table: &mut toml::Table, key: &str, value: toml::Value) -> anyhow::Re
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -198,7 +198,8 @@ mod tests {
         assert!(parse_set("a=1,,2").is_err());
     }
 
-    const BASE: &str = r#"
+    /// A scenario of ten seconds, for the sweep's tests.
+    pub(in crate::sweep) const BASE: &str = r#"
 name = "t"
 seed = 1
 start = 2026-10-08T10:00:00Z
