@@ -224,19 +224,7 @@ impl Disk for StdDisk {
 
     fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Names> {
         let dir = dir.to_path_buf();
-        Box::pin(blocking(move || {
-            let mut names = Names::default();
-            for entry in std::fs::read_dir(dir)? {
-                let entry = entry?;
-                if entry.file_type()?.is_dir() {
-                    continue;
-                }
-                if let Some(name) = entry.file_name().to_str() {
-                    names.push(name);
-                }
-            }
-            Ok(names)
-        }))
+        Box::pin(blocking(move || Names::of_dir(&dir)))
     }
 
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>> {

@@ -1,7 +1,12 @@
 //! The names a directory listing found, in one buffer: a million entries are two
 //! allocations, not a million. Open lists the entries directory of a whole backlog;
 //! as one `String` per name, freeing them was a quarter of open's time at 100k
-//! entries (docs/benchmarks-log.md, issue 31).
+//! entries (docs/benchmarks-log.md, issue 31). On Linux the listing itself is read
+//! with `getdents64` into one reused buffer, without `std::fs::ReadDir`'s two
+//! allocations per name (the entry's `CString`, and the `OsString` of its name).
+
+use std::io;
+use std::path::Path;
 
 /// File names, in the order they were pushed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -47,6 +52,64 @@ impl Names {
     }
 }
 
+impl Names {
+    /// The names of the files in `dir` (not of its subdirectories), in the order
+    /// the file system lists them; names that are not UTF-8 are left out, as no
+    /// spool file has one.
+    #[cfg(target_os = "linux")]
+    pub fn of_dir(dir: &Path) -> io::Result<Names> {
+        use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
+        /// glibc's `readdir` buffer size: about 500 entry names per system call.
+        const LISTING_BUFFER_BYTES: usize = 32 * 1024;
+        let fd = rustix::fs::open(
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let mut buffer = Vec::with_capacity(LISTING_BUFFER_BYTES);
+        let mut listing = RawDir::new(&fd, buffer.spare_capacity_mut());
+        let mut names = Names::default();
+        while let Some(entry) = listing.next() {
+            let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            // Some file systems do not say the type in the listing; ask them.
+            let file_type = match entry.file_type() {
+                FileType::Unknown => FileType::from_raw_mode(
+                    rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)?.st_mode,
+                ),
+                known => known,
+            };
+            if file_type == FileType::Directory {
+                continue;
+            }
+            if let Ok(name) = std::str::from_utf8(name) {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    /// The names of the files in `dir` (not of its subdirectories); names that are
+    /// not UTF-8 are left out, as no spool file has one.
+    #[cfg(not(target_os = "linux"))]
+    pub fn of_dir(dir: &Path) -> io::Result<Names> {
+        let mut names = Names::default();
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            if entry.file_type()?.is_dir() {
+                continue;
+            }
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+}
+
 impl<S: AsRef<str>> FromIterator<S> for Names {
     fn from_iter<I: IntoIterator<Item = S>>(names: I) -> Self {
         let mut all = Names::default();
@@ -68,5 +131,37 @@ mod tests {
         assert_eq!(names.to_vec(), ["a", "", "bc", "déjà"]);
         assert_eq!((names.get(2), names.get(4)), (Some("bc"), None));
         assert!(Names::default().is_empty());
+    }
+
+    /// What open relies on from a listing: every file (a symlink is one), no
+    /// directory, no `.` or `..`, no name that is not UTF-8, and a missing
+    /// directory's error rather than an empty listing.
+    #[test]
+    #[cfg(unix)]
+    fn a_directory_lists_its_files_by_utf8_name_and_not_its_subdirectories() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<String> = (0..1500).map(|i| format!("{i:020}.1.2.entry")).collect();
+        for name in &files {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("a directory")).unwrap();
+        std::os::unix::fs::symlink("a directory", dir.path().join("déjà vu")).unwrap();
+        std::fs::write(
+            dir.path()
+                .join(std::ffi::OsStr::from_bytes(b"not \xff utf-8")),
+            b"",
+        )
+        .unwrap();
+
+        let mut listed = Names::of_dir(dir.path()).unwrap().to_vec();
+        listed.sort();
+        let mut expected = files;
+        expected.push("déjà vu".to_string());
+        expected.sort();
+        assert_eq!(listed, expected);
+
+        let missing = Names::of_dir(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
     }
 }
