@@ -183,7 +183,7 @@ struct EntryNames {
     /// Entry files named with their sequence number, creation time and size:
     /// indexed from the name alone (the name's place in the listing kept, should
     /// another file have the same sequence number).
-    listed: Vec<(u64, layout::Listed, usize)>,
+    listed: Vec<ListedName>,
     /// Entry files named as before 2026-12: their header is read.
     legacy: Vec<String>,
     /// Anything else: quarantined.
@@ -266,31 +266,101 @@ pub(super) async fn scan(
     })
 }
 
-/// The index of the entries named with what it needs, built in one go (sorted, then
-/// bulk-built) rather than by one insert per entry in the directory's hash order:
-/// full leaves, a third less memory per entry. Two files with one sequence number
-/// (only a hand can make them) keep the first by name; the other is set aside.
-/// Returns the index and the bytes of its entries.
+/// An entry file indexed from its name: its sequence number, what the name says,
+/// and the name's place in the listing.
+type ListedName = (u64, layout::Listed, usize);
+
+/// The index of the entries named with what it needs, built in one go (put in
+/// sequence order, then bulk-built) rather than by one insert per entry in the
+/// directory's hash order: full leaves, a third less memory per entry. Two files with
+/// one sequence number (only a hand can make them) keep the first by name; the other
+/// is set aside. Returns the index and the bytes of its entries.
 fn index_listed(
-    mut listed: Vec<(u64, layout::Listed, usize)>,
+    listed: Vec<ListedName>,
     names: &Names,
     to_quarantine: &mut Vec<(String, String)>,
 ) -> (BTreeMap<u64, Meta>, u64) {
     let name = |i: usize| names.get(i).expect("a place in the listing");
-    listed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| name(a.2).cmp(name(b.2))));
-    let (mut previous, mut bytes) = (None, 0);
-    let index = listed
-        .into_iter()
-        .filter_map(|(seq, listed, i)| {
-            if previous.replace(seq) == Some(seq) {
-                to_quarantine.push((name(i).to_string(), same_seq()));
-                return None;
+    let count = listed.len();
+    let (in_order, set_aside) = in_seq_order(listed, name);
+    to_quarantine.extend(
+        set_aside
+            .iter()
+            .map(|&(_, _, i)| (name(i).to_string(), same_seq())),
+    );
+    // Collected at its final size first: `BTreeMap::from_iter` takes over a `Vec`'s
+    // buffer as it is, where from the iterator it would grow one by doubling.
+    let mut entries = Vec::with_capacity(count - set_aside.len());
+    let mut bytes = 0;
+    entries.extend(in_order.map(|(seq, listed, _)| {
+        bytes += listed.file_bytes;
+        (seq, meta(listed, false))
+    }));
+    debug_assert_eq!(entries.len(), entries.capacity());
+    (BTreeMap::from_iter(entries), bytes)
+}
+
+/// Most slots per entry [`in_seq_order`] gives a placement by sequence number before
+/// it sorts instead: a backlog's numbers are nearly consecutive (the drainer takes
+/// the oldest first), so its slots are about one per entry.
+const PLACEMENT_SLOTS_PER_ENTRY: u64 = 2;
+
+/// An empty slot in [`in_seq_order`]'s placement (no name has this place).
+const PLACEMENT_EMPTY: u32 = u32::MAX;
+
+/// `listed` in order of sequence number, one entry per number (the first by name),
+/// and the entries that share a number with a kept one, in order of (number, name).
+///
+/// A directory lists in its own hash order. When the numbers are dense, each entry
+/// is put in the slot of its number, in one pass, and the slots are read in order:
+/// sorting was a quarter of what open adds to the listing at 1M entries
+/// (docs/benchmarks-log.md, issue 31).
+fn in_seq_order<'n>(
+    mut listed: Vec<ListedName>,
+    name: impl Fn(usize) -> &'n str,
+) -> (Box<dyn Iterator<Item = ListedName>>, Vec<ListedName>) {
+    let by_seq_then_name =
+        |a: &ListedName, b: &ListedName| a.0.cmp(&b.0).then_with(|| name(a.2).cmp(name(b.2)));
+    let (min, max) = (listed.iter()).fold((u64::MAX, 0), |(min, max), &(seq, ..)| {
+        (min.min(seq), max.max(seq))
+    });
+    let slots = max.saturating_sub(min).saturating_add(1);
+    let dense = slots <= PLACEMENT_SLOTS_PER_ENTRY.saturating_mul(listed.len() as u64)
+        && listed.len() < PLACEMENT_EMPTY as usize;
+    let mut set_aside = Vec::new();
+    if !dense {
+        listed.sort_unstable_by(by_seq_then_name);
+        listed.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                set_aside.push(*later);
             }
-            bytes += listed.file_bytes;
-            Some((seq, meta(listed, false)))
-        })
-        .collect();
-    (index, bytes)
+            same
+        });
+        return (Box::new(listed.into_iter()), set_aside);
+    }
+    let empty = layout::Listed {
+        created_unix_ms: 0,
+        file_bytes: 0,
+    };
+    let mut placed = vec![(empty, PLACEMENT_EMPTY); slots as usize];
+    for &(seq, listed, i) in &listed {
+        let slot = &mut placed[(seq - min) as usize];
+        if slot.1 != PLACEMENT_EMPTY {
+            let held = (seq, slot.0, slot.1 as usize);
+            if name(i) >= name(held.2) {
+                set_aside.push((seq, listed, i));
+                continue;
+            }
+            set_aside.push(held);
+        }
+        *slot = (listed, i as u32);
+    }
+    set_aside.sort_unstable_by(by_seq_then_name);
+    let in_order = (placed.into_iter().zip(min..=max))
+        .filter(|((_, i), _)| *i != PLACEMENT_EMPTY)
+        .map(|((listed, i), seq)| (seq, listed, i as usize));
+    (Box::new(in_order), set_aside)
 }
 
 fn same_seq() -> String {
@@ -380,4 +450,52 @@ async fn quarantine_all(
             .map_err(io_err("sync directory", dir))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What [`in_seq_order`] must give, by the plain way: sort by (number, name), keep
+    /// the first of each number.
+    fn sorted_and_deduplicated(
+        listed: &[ListedName],
+        names: &[String],
+    ) -> (Vec<ListedName>, Vec<ListedName>) {
+        let mut all = listed.to_vec();
+        all.sort_by(|a, b| (a.0, &names[a.2]).cmp(&(b.0, &names[b.2])));
+        let (mut kept, mut set_aside): (Vec<ListedName>, _) = (Vec::new(), Vec::new());
+        for entry in all {
+            match kept.last() {
+                Some(&(seq, ..)) if seq == entry.0 => set_aside.push(entry),
+                _ => kept.push(entry),
+            }
+        }
+        (kept, set_aside)
+    }
+
+    proptest! {
+        /// Both ways through `in_seq_order` (placement for dense numbers, a sort for
+        /// sparse ones) keep one entry per number, the first by name, in order.
+        #[test]
+        fn entries_come_out_in_order_keeping_the_first_name_of_each_number(
+            picks in prop::collection::vec((0u64..64, 0u8..4), 0..200),
+            spread in prop::sample::select(vec![1u64, 3, 1_000_000_007]),
+            base in prop::sample::select(vec![0u64, 1, 1 << 40, u64::MAX - 63 * 3, u64::MAX - 64 * 1_000_000_007]),
+        ) {
+            let names: Vec<String> = (picks.iter().enumerate())
+                .map(|(i, &(_, tag))| format!("{tag}-{}", picks.len() - i))
+                .collect();
+            let listed: Vec<ListedName> = (picks.iter().enumerate())
+                .map(|(i, &(seq, _))| {
+                    let listed = layout::Listed { created_unix_ms: seq, file_bytes: i as u64 };
+                    (base.wrapping_add(seq * spread), listed, i)
+                })
+                .collect();
+            let (in_order, set_aside) = in_seq_order(listed.clone(), |i| names[i].as_str());
+            let in_order: Vec<ListedName> = in_order.collect();
+            prop_assert_eq!((in_order, set_aside), sorted_and_deduplicated(&listed, &names));
+        }
+    }
 }
