@@ -98,17 +98,17 @@ fn leading_number(s: &[u8]) -> Option<(u64, &[u8])> {
 }
 
 /// The value of eight ASCII digits, or `None` if any of the bytes is not one: the
-/// digits checked and combined within one `u64` (as simdjson's
-/// `parse_eight_digits_unrolled`), a third of the instructions of a loop per digit.
-/// Open parses every name in the backlog's directory.
+/// digits checked and combined within one `u64` (the combining step after
+/// simdjson's `parse_eight_digits_unrolled`), a third of the instructions of a loop
+/// per digit. Open parses every name in the backlog's directory.
 fn eight_digits(bytes: &[u8]) -> Option<u64> {
     let word = u64::from_le_bytes(bytes.try_into().ok()?);
     const ONES: u64 = 0x0101_0101_0101_0101;
     // Every byte is 0x30..=0x3f, and adding 6 to it does not leave that range: 0..=9.
-    // (Once every byte is at most 0x3f, adding 6 to each cannot carry out of it.)
-    let high_nibbles_are_3 = || word & (0xf0 * ONES) == 0x30 * ONES;
-    let low_nibbles_are_0_to_9 = || (word + 0x06 * ONES) & (0xf0 * ONES) == 0x30 * ONES;
-    if !(high_nibbles_are_3() && low_nibbles_are_0_to_9()) {
+    // (Where every byte is at most 0x3f, adding 6 to each carries out of none.)
+    let high_nibbles_are_3 = word & (0xf0 * ONES) == 0x30 * ONES;
+    let low_nibbles_are_0_to_9 = word.wrapping_add(0x06 * ONES) & (0xf0 * ONES) == 0x30 * ONES;
+    if !(high_nibbles_are_3 && low_nibbles_are_0_to_9) {
         return None;
     }
     // The first digit is the lowest byte: pairs, then fours, then the eight.
@@ -271,6 +271,8 @@ mod tests {
             "18446744073709551616.entry",
             "00000000000000000042.123456789012345678901.2.entry",
             "00000000000000000042.1.18446744073709551616.entry",
+            "00000000000000000042.000000000000000000000042.1.entry",
+            "00000000000000000042.1.000000000000000000000042.entry",
         ] {
             assert_eq!(parse_entry_name(bad), None, "{bad}");
         }
@@ -304,11 +306,28 @@ mod tests {
         }
     }
 
+    /// `leading_number` as first written, one digit at a time.
+    fn leading_number_one_by_one(s: &[u8]) -> Option<(u64, &[u8])> {
+        let len = s.iter().take_while(|b| b.is_ascii_digit()).count();
+        if len == 0 || len > 20 {
+            return None;
+        }
+        let value = std::str::from_utf8(&s[..len]).ok()?.parse().ok()?;
+        Some((value, &s[len..]))
+    }
+
     proptest::proptest! {
         #[test]
-        fn eight_digits_at_once_are_the_digits_one_by_one(bytes in proptest::array::uniform8(
-            proptest::prop_oneof![b'0'..=b'9', proptest::num::u8::ANY, b'/'..=b':', 0xb0u8..=0xbf]
-        )) {
+        fn eight_digits_at_once_are_the_digits_one_by_one(
+            digits in proptest::array::uniform8(b'0'..=b'9'),
+            other in proptest::option::of((0usize..8, proptest::prop_oneof![
+                proptest::num::u8::ANY, b'/'..=b':', 0xb0u8..=0xbf, 0xfau8..=0xff,
+            ])),
+        ) {
+            let mut bytes = digits;
+            if let Some((at, byte)) = other {
+                bytes[at] = byte;
+            }
             let one_by_one = bytes.iter().try_fold(0u64, |value, &b| {
                 b.is_ascii_digit().then(|| value * 10 + u64::from(b - b'0'))
             });
@@ -316,8 +335,19 @@ mod tests {
         }
 
         #[test]
+        fn numbers_read_eight_digits_at_a_time_are_those_read_one_at_a_time(
+            text in "(0{0,20}|1844674407370955161|[1-9])[0-9]{0,12}[.x/:]?[0-9]{0,3}",
+        ) {
+            proptest::prop_assert_eq!(
+                leading_number(text.as_bytes()),
+                leading_number_one_by_one(text.as_bytes()),
+                "{}", text
+            );
+        }
+
+        #[test]
         fn the_one_pass_parser_agrees_with_split(
-            name in "(0{18}[0-9]{1,3}|1844674407370955161[0-9]|[0-9]{19})(\\.[0-9+x]{0,21}){0,4}(\\.entry|\\.tmp|)",
+            name in "(0{18}[0-9]{1,3}|1844674407370955161[0-9]|[0-9]{19})(\\.(0{0,12}|1844674407370955161)[0-9+x]{0,13}){0,4}(\\.entry|\\.tmp|)",
         ) {
             proptest::prop_assert_eq!(parse_entry_name(&name), parse_by_split(&name), "{}", name);
         }

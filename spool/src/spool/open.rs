@@ -270,97 +270,83 @@ pub(super) async fn scan(
 /// and the name's place in the listing.
 type ListedName = (u64, layout::Listed, usize);
 
-/// The index of the entries named with what it needs, built in one go (put in
-/// sequence order, then bulk-built) rather than by one insert per entry in the
-/// directory's hash order: full leaves, a third less memory per entry. Two files with
-/// one sequence number (only a hand can make them) keep the first by name; the other
-/// is set aside. Returns the index and the bytes of its entries.
+/// The index of the entries named with what it needs, built in one go (in sequence
+/// order, then bulk-built) rather than by one insert per entry in the directory's
+/// hash order: full leaves, a third less memory per entry. Two files with one
+/// sequence number (only a hand can make them) keep the first by name; the other is
+/// set aside. Returns the index and the bytes of its entries.
 fn index_listed(
     listed: Vec<ListedName>,
     names: &Names,
     to_quarantine: &mut Vec<(String, String)>,
 ) -> (BTreeMap<u64, Meta>, u64) {
-    let name = |i: usize| names.get(i).expect("a place in the listing");
-    let count = listed.len();
-    let (in_order, set_aside) = in_seq_order(listed, name);
-    to_quarantine.extend(
-        set_aside
-            .iter()
-            .map(|&(_, _, i)| (name(i).to_string(), same_seq())),
-    );
-    // Collected at its final size first: `BTreeMap::from_iter` takes over a `Vec`'s
-    // buffer as it is, where from the iterator it would grow one by doubling.
-    let mut entries = Vec::with_capacity(count - set_aside.len());
-    let mut bytes = 0;
-    entries.extend(in_order.map(|(seq, listed, _)| {
-        bytes += listed.file_bytes;
-        (seq, meta(listed, false))
-    }));
-    debug_assert_eq!(entries.len(), entries.capacity());
+    let entries = placed_by_seq(&listed).unwrap_or_else(|| {
+        let name = |i: usize| names.get(i).expect("a place in the listing");
+        let (kept, set_aside) = sorted_deduplicated_by_seq(listed, name);
+        to_quarantine.extend(
+            set_aside
+                .iter()
+                .map(|&(_, _, i)| (name(i).to_string(), same_seq())),
+        );
+        (kept.into_iter())
+            .map(|(seq, listed, _)| (seq, meta(listed, false)))
+            .collect()
+    });
+    let bytes = entries.iter().map(|(_, meta)| meta.file_bytes).sum();
+    // `BTreeMap::from_iter` takes over a `Vec`'s buffer as it is.
     (BTreeMap::from_iter(entries), bytes)
 }
 
-/// Most slots per entry [`in_seq_order`] gives a placement by sequence number before
-/// it sorts instead: a backlog's numbers are nearly consecutive (the drainer takes
-/// the oldest first), so its slots are about one per entry.
+/// Most slots per entry [`placed_by_seq`] gives a placement by sequence number:
+/// a backlog's numbers are nearly consecutive (the drainer takes the oldest first),
+/// so its slots are about one per entry. The slots (32 bytes each) live until the
+/// index is built.
 const PLACEMENT_SLOTS_PER_ENTRY: u64 = 2;
 
-/// An empty slot in [`in_seq_order`]'s placement (no name has this place).
-const PLACEMENT_EMPTY: u32 = u32::MAX;
-
-/// `listed` in order of sequence number, one entry per number (the first by name),
-/// and the entries that share a number with a kept one, in order of (number, name).
+/// The entries in sequence order, each put into the slot of its number in one pass
+/// and the empty slots then left out in place, if their numbers are dense and none
+/// is repeated; otherwise `None`, and [`sorted_deduplicated_by_seq`] orders them.
 ///
-/// A directory lists in its own hash order. When the numbers are dense, each entry
-/// is put in the slot of its number, in one pass, and the slots are read in order:
-/// sorting was a quarter of what open adds to the listing at 1M entries
-/// (docs/benchmarks-log.md, issue 31).
-fn in_seq_order<'n>(
-    mut listed: Vec<ListedName>,
-    name: impl Fn(usize) -> &'n str,
-) -> (Box<dyn Iterator<Item = ListedName>>, Vec<ListedName>) {
-    let by_seq_then_name =
-        |a: &ListedName, b: &ListedName| a.0.cmp(&b.0).then_with(|| name(a.2).cmp(name(b.2)));
+/// A directory lists in its own hash order. Sorting it was a quarter of what open
+/// added to the listing at 1M entries (docs/benchmarks-log.md, issue 31).
+fn placed_by_seq(listed: &[ListedName]) -> Option<Vec<(u64, Meta)>> {
     let (min, max) = (listed.iter()).fold((u64::MAX, 0), |(min, max), &(seq, ..)| {
         (min.min(seq), max.max(seq))
     });
-    let slots = max.saturating_sub(min).saturating_add(1);
-    let dense = slots <= PLACEMENT_SLOTS_PER_ENTRY.saturating_mul(listed.len() as u64)
-        && listed.len() < PLACEMENT_EMPTY as usize;
-    let mut set_aside = Vec::new();
-    if !dense {
-        listed.sort_unstable_by(by_seq_then_name);
-        listed.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
-            if same {
-                set_aside.push(*later);
-            }
-            same
-        });
-        return (Box::new(listed.into_iter()), set_aside);
+    let slots = max.checked_sub(min)?.saturating_add(1);
+    if slots > PLACEMENT_SLOTS_PER_ENTRY.saturating_mul(listed.len() as u64) {
+        return None;
     }
-    let empty = layout::Listed {
-        created_unix_ms: 0,
-        file_bytes: 0,
-    };
-    let mut placed = vec![(empty, PLACEMENT_EMPTY); slots as usize];
-    for &(seq, listed, i) in &listed {
+    let mut placed: Vec<Option<(u64, Meta)>> = vec![None; usize::try_from(slots).ok()?];
+    for &(seq, listed, _) in listed {
         let slot = &mut placed[(seq - min) as usize];
-        if slot.1 != PLACEMENT_EMPTY {
-            let held = (seq, slot.0, slot.1 as usize);
-            if name(i) >= name(held.2) {
-                set_aside.push((seq, listed, i));
-                continue;
-            }
-            set_aside.push(held);
+        if slot.is_some() {
+            return None;
         }
-        *slot = (listed, i as u32);
+        *slot = Some((seq, meta(listed, false)));
     }
-    set_aside.sort_unstable_by(by_seq_then_name);
-    let in_order = (placed.into_iter().zip(min..=max))
-        .filter(|((_, i), _)| *i != PLACEMENT_EMPTY)
-        .map(|((listed, i), seq)| (seq, listed, i as usize));
-    (Box::new(in_order), set_aside)
+    // `filter_map` keeps the buffer (`flatten` would collect into a new one).
+    #[allow(clippy::filter_map_identity)]
+    let entries = placed.into_iter().filter_map(|slot| slot).collect();
+    Some(entries)
+}
+
+/// `listed` sorted by sequence number, one entry per number (the first by name),
+/// and the entries that share a number with a kept one, in order of (number, name).
+fn sorted_deduplicated_by_seq<'n>(
+    mut listed: Vec<ListedName>,
+    name: impl Fn(usize) -> &'n str,
+) -> (Vec<ListedName>, Vec<ListedName>) {
+    listed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| name(a.2).cmp(name(b.2))));
+    let mut set_aside = Vec::new();
+    listed.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            set_aside.push(*later);
+        }
+        same
+    });
+    (listed, set_aside)
 }
 
 fn same_seq() -> String {
@@ -457,33 +443,47 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// What [`in_seq_order`] must give, by the plain way: sort by (number, name), keep
-    /// the first of each number.
+    /// What opening must index, by the plain way: sort by (number, name), keep the
+    /// first of each number.
     fn sorted_and_deduplicated(
         listed: &[ListedName],
         names: &[String],
-    ) -> (Vec<ListedName>, Vec<ListedName>) {
+    ) -> (Vec<(u64, u64)>, Vec<String>) {
         let mut all = listed.to_vec();
         all.sort_by(|a, b| (a.0, &names[a.2]).cmp(&(b.0, &names[b.2])));
-        let (mut kept, mut set_aside): (Vec<ListedName>, _) = (Vec::new(), Vec::new());
-        for entry in all {
+        let (mut kept, mut set_aside): (Vec<(u64, u64)>, _) = (Vec::new(), Vec::new());
+        for (seq, listed, i) in all {
             match kept.last() {
-                Some(&(seq, ..)) if seq == entry.0 => set_aside.push(entry),
-                _ => kept.push(entry),
+                Some(&(last, _)) if last == seq => set_aside.push(names[i].clone()),
+                _ => kept.push((seq, listed.file_bytes)),
             }
         }
         (kept, set_aside)
     }
 
     proptest! {
-        /// Both ways through `in_seq_order` (placement for dense numbers, a sort for
-        /// sparse ones) keep one entry per number, the first by name, in order.
+        /// Both ways to the index (a placement for dense numbers that do not
+        /// repeat, a sort otherwise) keep one entry per number, the first by name,
+        /// and set the others aside in order of (number, name).
         #[test]
-        fn entries_come_out_in_order_keeping_the_first_name_of_each_number(
+        fn entries_are_indexed_in_order_keeping_the_first_name_of_each_number(
             picks in prop::collection::vec((0u64..64, 0u8..4), 0..200),
             spread in prop::sample::select(vec![1u64, 3, 1_000_000_007]),
-            base in prop::sample::select(vec![0u64, 1, 1 << 40, u64::MAX - 63 * 3, u64::MAX - 64 * 1_000_000_007]),
+            base in prop::sample::select(vec![0u64, 1, 1 << 40, u64::MAX - 63, u64::MAX - 63 * 3, u64::MAX - 64 * 1_000_000_007]),
+            unique in any::<bool>(),
+            order in any::<prop::sample::Index>(),
         ) {
+            let mut picks = picks;
+            if unique {
+                picks.sort_by_key(|&(seq, _)| seq);
+                picks.dedup_by_key(|&mut (seq, _)| seq);
+                // In a listing's order: not sorted, either way.
+                if !picks.is_empty() {
+                    let turn = order.index(picks.len());
+                    picks.rotate_left(turn);
+                    picks[..turn.max(1)].reverse();
+                }
+            }
             let names: Vec<String> = (picks.iter().enumerate())
                 .map(|(i, &(_, tag))| format!("{tag}-{}", picks.len() - i))
                 .collect();
@@ -493,9 +493,44 @@ mod tests {
                     (base.wrapping_add(seq * spread), listed, i)
                 })
                 .collect();
-            let (in_order, set_aside) = in_seq_order(listed.clone(), |i| names[i].as_str());
-            let in_order: Vec<ListedName> = in_order.collect();
-            prop_assert_eq!((in_order, set_aside), sorted_and_deduplicated(&listed, &names));
+            let names_listed: Names = names.iter().collect();
+            let mut to_quarantine = Vec::new();
+            let (index, bytes) = index_listed(listed.clone(), &names_listed, &mut to_quarantine);
+            let (kept, set_aside) = sorted_and_deduplicated(&listed, &names);
+            let indexed: Vec<(u64, u64)> = index.iter().map(|(&seq, m)| (seq, m.file_bytes)).collect();
+            prop_assert_eq!(&indexed, &kept);
+            prop_assert_eq!(bytes, kept.iter().map(|&(_, b)| b).sum::<u64>());
+            let quarantined: Vec<String> = to_quarantine.into_iter().map(|(name, _)| name).collect();
+            prop_assert_eq!(quarantined, set_aside);
         }
+    }
+
+    /// The placement is taken for dense numbers that do not repeat, up to
+    /// `u64::MAX`, and left for a sort when a number repeats or they are sparse.
+    #[test]
+    fn dense_unrepeated_numbers_are_placed_and_others_sorted() {
+        let listed = |seqs: &[u64]| -> Vec<ListedName> {
+            let listed = layout::Listed {
+                created_unix_ms: 1,
+                file_bytes: 2,
+            };
+            seqs.iter()
+                .enumerate()
+                .map(|(i, &seq)| (seq, listed, i))
+                .collect()
+        };
+        let placed = placed_by_seq(&listed(&[u64::MAX, u64::MAX - 2, u64::MAX - 1]));
+        let seqs: Vec<u64> = placed.expect("dense").iter().map(|&(seq, _)| seq).collect();
+        assert_eq!(seqs, [u64::MAX - 2, u64::MAX - 1, u64::MAX]);
+        assert!(
+            placed_by_seq(&listed(&[7, 5, 9])).is_some(),
+            "5 slots for 3 entries"
+        );
+        assert!(placed_by_seq(&listed(&[7, 5, 8, 7])).is_none(), "7 repeats");
+        assert!(
+            placed_by_seq(&listed(&[1, 8])).is_none(),
+            "8 slots for 2 entries"
+        );
+        assert!(placed_by_seq(&listed(&[])).is_none());
     }
 }
