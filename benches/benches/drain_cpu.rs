@@ -36,8 +36,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use benches::{
-    BUCKET, Backlog, DRAIN_PAYLOAD, mark_clean, process_cpu_ns, put_loop, run_token, scratch_root,
-    start_fake,
+    BUCKET, Backlog, DRAIN_PAYLOAD, mark_clean, median, process_cpu_ns, put_loop, run_token,
+    scratch_root, start_fake,
 };
 use bytes::Bytes;
 use spool::testing::{FlakyStore, Mode};
@@ -186,13 +186,8 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn summary(rounds: &[Round]) {
-    let of = |f: fn(&Round) -> f64| median(rounds.iter().map(f).collect());
+    let of = |f: fn(&Round) -> f64| median(&rounds.iter().map(f).collect::<Vec<_>>());
     println!(
         "\ndrain_cpu medians of {} rounds: drain {:.1} us, put_loop {:.1} us, the spool's own \
          {:.1} us, bare calls {:.1} us per entry; own/bare {:.2} (budget <= 1.3)",

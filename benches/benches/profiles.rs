@@ -99,14 +99,8 @@ fn check_same_report(kept: &mut Option<Vec<u8>>, report: Vec<u8>, profile: &str)
     }
 }
 
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[sorted.len() / 2]
-}
-
 fn print_summary(seconds: &[Vec<f64>; 2], pairs: usize) {
-    let (dev, release) = (median(&seconds[0]), median(&seconds[1]));
+    let (dev, release) = (benches::median(&seconds[0]), benches::median(&seconds[1]));
     let ratios: Vec<String> = (seconds[0].iter().zip(&seconds[1]))
         .map(|(d, r)| format!("{:.2}", d / r))
         .collect();

@@ -31,6 +31,15 @@
 //! Runs on mimalloc, as the `sim` binary does. After the run, the wall time per step
 //! and per request is printed beside each figure, and each one's cost per request
 //! over the bare loop's.
+//!
+//! Then the replay's own share is measured again in pairs, which is its budget's
+//! figure: [`SHARE_ROUNDS`] rounds, each running the slice and
+//! `object_store_to_fake-90m` back to back (which one first alternates), each timed
+//! by the CPU the process spent in it. Criterion measures the slice for about two
+//! minutes and then each baseline; on a shared machine whose speed moves by a third
+//! within half an hour, the ratio of those medians moved from 1.48 to 1.71 between
+//! two runs of one binary. A pair's two runs are seconds apart, so the load falls on
+//! both alike, and the median of the rounds' ratios is the figure.
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
 use std::cell::Cell;
@@ -346,10 +355,71 @@ fn summary(since: SystemTime, work: &[(&str, Work)]) {
     }
 }
 
+/// Rounds of the paired measure of the replay's own share (about 15 s each);
+/// `SPOOL_BENCH_SHARE_ROUNDS` sets another number, 0 none.
+const SHARE_ROUNDS: usize = 7;
+
+/// The replay's own share, in pairs: the slice's CPU per request over its
+/// baseline's, each round's two runs back to back. Prints each round and the
+/// median of their ratios.
+fn paired_share(rounds: usize) {
+    if rounds == 0 {
+        return;
+    }
+    let slice = us_central1_slice();
+    println!(
+        "\nthe replay's own share in pairs: {rounds} rounds of us-central1-90m and object_store_to_fake-90m back to back, CPU per request"
+    );
+    println!("  round    slice  baseline   ratio");
+    let mut ratios = Vec::with_capacity(rounds);
+    for round in 0..rounds {
+        let (slice_us, baseline_us) = if round % 2 == 0 {
+            let slice_us = slice_cpu_per_request(&slice);
+            (slice_us, baseline_cpu_per_request(&slice))
+        } else {
+            let baseline_us = baseline_cpu_per_request(&slice);
+            (slice_cpu_per_request(&slice), baseline_us)
+        };
+        let ratio = slice_us / baseline_us;
+        println!("  {round:>5} {slice_us:>6.1}us {baseline_us:>7.1}us {ratio:>7.2}");
+        ratios.push(ratio);
+    }
+    println!(
+        "  median of {rounds} rounds: us-central1-90m / object_store_to_fake-90m {:.2} (budget <= 1.25)",
+        benches::median(&ratios)
+    );
+}
+
+/// One run of the slice, as criterion times it (the scenario cloned before, the
+/// world's output dropped after): microseconds of CPU per request.
+fn slice_cpu_per_request(slice: &Scenario) -> f64 {
+    let scenario = slice.clone();
+    let before = benches::process_cpu_ns();
+    let output =
+        sim::world::run(scenario, sim::world::Options::default()).expect("the scenario runs");
+    let cpu = benches::process_cpu_ns() - before;
+    cpu.as_secs_f64() * 1e6 / output.fake.requests.max(1) as f64
+}
+
+/// One run of `object_store_to_fake-90m`: microseconds of CPU per request.
+fn baseline_cpu_per_request(slice: &Scenario) -> f64 {
+    let before = benches::process_cpu_ns();
+    let work = baseline(slice, Server::Fake, Client::ObjectStore);
+    let cpu = benches::process_cpu_ns() - before;
+    cpu.as_secs_f64() * 1e6 / work.requests.max(1) as f64
+}
+
 fn main() {
     let since = benches::started();
     let mut criterion = Criterion::default().configure_from_args();
     let work = simulation(&mut criterion);
     criterion.final_summary();
     summary(since, &work);
+    let rounds = std::env::var("SPOOL_BENCH_SHARE_ROUNDS")
+        .ok()
+        .map_or(SHARE_ROUNDS, |n| {
+            n.parse()
+                .expect("SPOOL_BENCH_SHARE_ROUNDS is a number of rounds")
+        });
+    paired_share(rounds);
 }

@@ -389,6 +389,16 @@ pub fn tracing_batches() -> bool {
     std::env::var_os("DRAIN_TRACE").is_some()
 }
 
+/// The median of `values` (the upper of the two middle ones when their number is
+/// even): the figure of a bench that measures in rounds, which one slow round
+/// cannot move. Panics on an empty slice.
+pub fn median(values: &[f64]) -> f64 {
+    assert!(!values.is_empty(), "the median of no values");
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
 /// CPU time (user and system, all threads) this process has used so far, from
 /// `/proc/self/stat`, in 10 ms ticks (`USER_HZ` is 100 on Linux's mainstream
 /// architectures); zero where there is no `/proc`. Over a batch of tens of
