@@ -180,13 +180,13 @@ fn normal(path: &Path) -> Cow<'_, Path> {
 }
 
 /// A normal path's parent and file name.
-fn split(path: &Path) -> io::Result<(&Path, String)> {
+fn split(path: &Path) -> io::Result<(&Path, &str)> {
     let parent = path.parent().ok_or_else(|| not_found(path))?;
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| not_found(path))?;
-    Ok((parent, name.to_string()))
+    Ok((parent, name))
 }
 
 impl Fs {
@@ -233,7 +233,7 @@ impl Fs {
     /// [`Self::lookup`] of a path already made normal.
     fn lookup_normal(&self, path: &Path) -> io::Result<Ino> {
         let (dir, name) = split(path)?;
-        match self.live(dir.as_os_str(), &name) {
+        match self.live(dir.as_os_str(), name) {
             Some(Node::File(ino)) => Ok(ino),
             Some(Node::Dir) => Err(io::Error::new(
                 io::ErrorKind::IsADirectory,
@@ -290,7 +290,7 @@ impl Fs {
         if !self.has_dir(dir) {
             return Err(not_found(dir));
         }
-        if self.live(dir.as_os_str(), &name).is_some() {
+        if self.live(dir.as_os_str(), name).is_some() {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 format!("{}: File exists", path.display()),
@@ -312,7 +312,7 @@ impl Fs {
         );
         let change = Change {
             dir: dir.as_os_str().to_owned(),
-            name,
+            name: name.to_owned(),
             node: Some(Node::File(ino)),
         };
         self.issue(vec![change], false);
@@ -329,7 +329,7 @@ impl Fs {
         if !self.has_dir(parent) {
             return Err(not_found(parent));
         }
-        if self.live(parent.as_os_str(), &name).is_some() {
+        if self.live(parent.as_os_str(), name).is_some() {
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
                 format!("{}: File exists", dir.display()),
@@ -338,7 +338,7 @@ impl Fs {
         self.dirs.insert(dir.as_os_str().to_owned(), Dir::default());
         let change = Change {
             dir: parent.as_os_str().to_owned(),
-            name,
+            name: name.to_owned(),
             node: Some(Node::Dir),
         };
         self.issue(vec![change], false);
@@ -423,7 +423,7 @@ impl Fs {
         if !self.has_dir(to_dir) {
             return Err(not_found(to_dir));
         }
-        if let Some(Node::Dir) = self.live(to_dir.as_os_str(), &to_name) {
+        if let Some(Node::Dir) = self.live(to_dir.as_os_str(), to_name) {
             return Err(io::Error::new(
                 io::ErrorKind::IsADirectory,
                 format!("{}: Is a directory", to.display()),
@@ -435,12 +435,12 @@ impl Fs {
         let changes = vec![
             Change {
                 dir: from_dir.as_os_str().to_owned(),
-                name: from_name,
+                name: from_name.to_owned(),
                 node: None,
             },
             Change {
                 dir: to_dir.as_os_str().to_owned(),
-                name: to_name,
+                name: to_name.to_owned(),
                 node: Some(Node::File(ino)),
             },
         ];
@@ -455,7 +455,7 @@ impl Fs {
         let (dir, name) = split(&path)?;
         let change = Change {
             dir: dir.as_os_str().to_owned(),
-            name,
+            name: name.to_owned(),
             node: None,
         };
         self.issue(vec![change], false);
@@ -736,7 +736,7 @@ impl Fs {
             let linked = split(path).is_ok_and(|(parent, name)| {
                 self.dirs
                     .get(parent.as_os_str())
-                    .is_some_and(|p| p.durable.get(&name) == Some(&Node::Dir))
+                    .is_some_and(|p| p.durable.get(name) == Some(&Node::Dir))
             });
             if !linked {
                 let gone: Vec<OsString> = self
