@@ -2,7 +2,7 @@
 //! seeded RNG, with a count of what was injected. No FUSE here: the file system asks
 //! [`Faults::draw`] before each operation and fails it with the answer.
 //!
-//! The errors are those real disks give (`shared/reference/crash-model.md`): EIO
+//! The errors are those real disks give (`docs/crash-model.md`): EIO
 //! (a bad sector, a failed write-back reported at fsync), ENOSPC and EDQUOT (a full
 //! disk or quota, on create, write, rename, mkdir), EROFS (the file system remounted
 //! read-only after journal errors).

@@ -1,8 +1,8 @@
 //! The crash model: what a power loss keeps of what was not made durable, with no
 //! FUSE and no I/O, its randomness from the caller's RNG.
 //!
-//! The model is that of `shared/reference/crash-model.md` and of the simulated disk
-//! (`sim/src/simdisk/`):
+//! The model is that of `docs/crash-model.md` (what a power loss may keep, with its
+//! sources) and of the simulated disk (`sim/src/simdisk/`):
 //!
 //! - data made durable by `fsync`/`fdatasync` survives;
 //! - a file's unsynced data survives as one of: none of it, all of it, a zero-length

@@ -9,7 +9,7 @@
 //! the table of persistence properties; Mohan et al., "Finding Crash-Consistency Bugs
 //! with Bounded Black-Box Crash Testing" (CrashMonkey), OSDI 2018; the kernel's
 //! Documentation/admin-guide/ext4.rst on `data=ordered` and `auto_da_alloc`; the
-//! PostgreSQL "fsyncgate" thread, 2018; and `shared/reference/crash-model.md`):
+//! PostgreSQL "fsyncgate" thread, 2018; all summarized in `docs/crash-model.md`):
 //!
 //! - data made durable by `fdatasync` survives;
 //! - unsynced data survives as one of: none of it, all of it, a zero-length file, or
