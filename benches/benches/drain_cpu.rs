@@ -1,7 +1,7 @@
 //! Drain on loopback, in CPU per entry: what the spool's own work costs beyond the
 //! client's, against the bare system calls of one entry file. The budget
-//! (`../shared/DESIGN.md`): the spool's own CPU per drained entry at most 1.3x the
-//! bare calls.
+//! (docs/ARCHITECTURE.md, "The design's constraints and budgets"): the spool's own CPU
+//! per drained entry at most 1.3x the bare calls.
 //!
 //! Three loops, each over [`ROUND`] entries of 1 KiB, run in turn in every one of
 //! [`ROUNDS`] rounds (so that the machine's load falls on all three alike), each
