@@ -3,7 +3,7 @@
 #
 #   sbatch deploy/slurm-array.sh
 #   # when every task has finished:
-#   sim merge /shared/sweeps/sizing-2026-12-01 --out reports/sizing-sweep
+#   sim merge /scratch/sweeps/sizing-2026-12-01 --out reports/sizing-sweep
 #
 # Each task runs its shard with the same `sim` binary (results carry its checksum;
 # merge refuses two builds) and writes one result file per run to a directory every
@@ -15,6 +15,6 @@
 #SBATCH --output=sweep-%A-%a.log
 set -euo pipefail
 SIM=${SIM:-$HOME/bin/sim}
-RESULTS=${RESULTS:-/shared/sweeps/sizing-2026-12-01}
+RESULTS=${RESULTS:-/scratch/sweeps/sizing-2026-12-01}
 exec "$SIM" sweep scenarios/sizing.toml --seeds 1..=1000 \
     --shard SLURM_ARRAY_TASK_ID/16 --results "$RESULTS" --jobs 1
