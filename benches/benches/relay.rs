@@ -54,7 +54,7 @@ async fn start_relay(upstream: SocketAddr, dir: &std::path::Path) -> SocketAddr 
     let drainer = Drainer::start(spool.clone(), remote.clone(), DrainerConfig::default());
     std::mem::forget(drainer); // runs until the process ends, as the relay's does
     let uploader = Uploader::new(spool, remote, UploaderConfig::default());
-    let relay = Relay::new(RelayConfig::new(BUCKET), uploader, Arc::new(SystemClock));
+    let relay = Relay::new(RelayConfig::new(BUCKET), uploader, Arc::new(SystemClock)).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let forever = std::future::pending::<()>();

@@ -127,6 +127,14 @@ fn client_message(error: &UploadError) -> String {
             "The relay's spool stopped taking writes after a failed directory sync and is \
               reopening itself (its log says why); retry the request."
         }
+        UploadError::Refused(StoreError::Conflict { .. } | StoreError::AlreadyExists { .. }) => {
+            // The detail (the stored object's size, its MD5) describes an object the
+            // writer may not be allowed to read: the operator's log only.
+            tracing::info!(target: "spool_relay", error = %error, "upload refused: the name holds another object");
+            return "An object of this name already exists with other contents; the relay \
+                    writes every object create-if-absent (ifGenerationMatch=0)."
+                .to_string();
+        }
         UploadError::Refused(StoreError::Refused { status, .. }) => {
             // The client's text names the upstream's URL: the operator's, not the
             // client's business.
@@ -179,6 +187,17 @@ fn store_status(error: &StoreError) -> Status {
     }
 }
 
+/// What a person can act on in a disk error the relay met: a full disk is named as
+/// such (the caller's retry will work once the spool drains), a read-only one too,
+/// anything else as an I/O error of the relay's.
+pub(crate) fn disk_trouble(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => "its disk is full",
+        std::io::ErrorKind::ReadOnlyFilesystem => "its disk is read-only",
+        _ => "an I/O error on its disk",
+    }
+}
+
 /// `Retry-After` in whole seconds, rounded up, at least 1.
 pub(crate) fn retry_after_seconds(retry_after: Duration) -> u64 {
     let whole = retry_after.as_secs();
@@ -210,6 +229,38 @@ mod tests {
         );
         assert_eq!(retry_after_seconds(Duration::ZERO), 1);
         assert_eq!(retry_after_seconds(Duration::from_secs(3)), 3);
+    }
+
+    #[test]
+    fn a_full_or_read_only_disk_is_named_as_such() {
+        let full = std::io::Error::from(std::io::ErrorKind::StorageFull);
+        assert_eq!(disk_trouble(&full), "its disk is full");
+        let quota = std::io::Error::from(std::io::ErrorKind::QuotaExceeded);
+        assert_eq!(disk_trouble(&quota), "its disk is full");
+        let read_only = std::io::Error::from(std::io::ErrorKind::ReadOnlyFilesystem);
+        assert_eq!(disk_trouble(&read_only), "its disk is read-only");
+        assert_eq!(
+            disk_trouble(&std::io::Error::other("x")),
+            "an I/O error on its disk"
+        );
+    }
+
+    #[test]
+    fn a_conflict_does_not_tell_the_writer_what_the_bucket_holds() {
+        // Found by review (M3): the 412's message carried the stored object's size
+        // and MD5, which the writer may not be allowed to read.
+        let conflict = UploadError::Refused(StoreError::Conflict {
+            detail: "stored object has MD5 0123456789abcdef0123456789abcdef, spooled entry has x"
+                .into(),
+        });
+        let reply = refused(Api::Json, &conflict, Duration::from_secs(1));
+        let body = String::from_utf8_lossy(&reply.body);
+        assert_eq!(reply.status, 412);
+        assert!(
+            !body.contains("0123456789abcdef") && !body.contains("MD5"),
+            "{body}"
+        );
+        assert!(body.contains("already exists"), "{body}");
     }
 
     #[test]

@@ -204,13 +204,24 @@ impl Refusal {
 /// `localhost`, `*.localhost`, an IPv4 address in 127/8 or `[::1]`, each with an
 /// optional port.
 fn is_loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
+    let (name, port) = match host.strip_prefix('[') {
         Some(v6) => match v6.split_once(']') {
-            Some((addr, rest)) if rest.is_empty() || rest.starts_with(':') => addr,
-            _ => return false,
+            Some((addr, "")) => (addr, None),
+            Some((addr, rest)) => match rest.strip_prefix(':') {
+                Some(port) => (addr, Some(port)),
+                None => return false,
+            },
+            None => return false,
         },
-        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
+        None => match host.rsplit_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
     };
+    // A port is digits and nothing else (`127.0.0.1:1@evil.example` is not one).
+    if port.is_some_and(|p| p.parse::<u16>().is_err() || !p.bytes().all(|b| b.is_ascii_digit())) {
+        return false;
+    }
     let name = name.to_ascii_lowercase();
     if name == "localhost" || name.ends_with(".localhost") {
         return true;
@@ -345,6 +356,18 @@ mod tests {
             refusal.message
         );
         assert!(access.check(&HeaderMap::new()).is_err());
+        // Found by review: the port was not checked, so this passed and ended up in
+        // the session URLs the relay hands out.
+        for host in [
+            "127.0.0.1:1@evil.example",
+            "[::1]:80@evil.example",
+            "localhost:",
+            "[::1]x",
+        ] {
+            let refused = access.check(&headers(&[("host", host)]));
+            assert!(refused.is_err(), "{host} passed as a loopback name");
+        }
+        assert_eq!(access.check(&headers(&[("host", "[::1]:4443")])), Ok(()));
         // Without the host check (a non-loopback listener), any name will do.
         assert_eq!(
             Access::default().check(&headers(&[("host", "relay.internal:4443")])),

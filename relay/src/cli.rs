@@ -32,7 +32,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::{Access, TOKEN_ENV, Token};
 use crate::relay::{Relay, RelayConfig};
-use crate::server::{DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS, ServerConfig};
+use crate::server::{DEFAULT_MAX_CONNECTIONS, ServerConfig};
 
 /// Flags of `spool-relay`. The field docs are clap's help text.
 #[derive(Debug, Clone, clap::Args)]
@@ -84,10 +84,11 @@ pub struct Args {
     /// Most bytes the spool holds (entry files: header, name and payload).
     #[arg(long, value_name = "SIZE", default_value = "1GiB")]
     pub max_bytes: ByteSize,
-    /// Largest object accepted (larger is 413). Bodies stream to disk: this bounds
-    /// disk, not memory.
-    #[arg(long, value_name = "SIZE", default_value = "5GiB")]
-    pub max_object_bytes: ByteSize,
+    /// Largest object accepted (larger is 413). Every upload passes through the
+    /// spool, so at most --max-bytes less 9,264 bytes (an entry's largest header);
+    /// that is the default. Bodies stream to disk: this bounds disk, not memory.
+    #[arg(long, value_name = "SIZE")]
+    pub max_object_bytes: Option<ByteSize>,
     /// Resumable sessions open at once (one more is refused with 503).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_sessions: usize,
@@ -168,13 +169,13 @@ pub async fn run_until(args: Args, shutdown: impl Future<Output = ()>) -> anyhow
         .await
         .with_context(|| format!("cannot open the spool {}", dir.display()))?;
     let remote = Remote::new(store);
-    let drainer = Drainer::start(spool.clone(), remote.clone(), args.drainer_config());
+    let drainer = Drainer::start(spool.clone(), remote.clone(), args.drainer_config()?);
     let uploader_config = UploaderConfig {
         put_timeout: args.put_timeout,
         ..UploaderConfig::default()
     };
     let uploader = Uploader::new(spool.clone(), remote, uploader_config);
-    let relay = Relay::new(args.relay_config(bucket), uploader, Arc::new(SystemClock));
+    let relay = Relay::new(args.relay_config(bucket), uploader, Arc::new(SystemClock))?;
     let metrics = serve_metrics(args.metrics, &spool, &relay).await?;
     let listener = TcpListener::bind(args.listen)
         .await
@@ -198,7 +199,7 @@ pub async fn run_until(args: Args, shutdown: impl Future<Output = ()>) -> anyhow
         args.shutdown_grace,
         server_config,
     )
-    .await;
+    .await?;
     drainer.shutdown().await;
     if let Some((_, task)) = metrics {
         task.abort();
@@ -265,20 +266,13 @@ impl Args {
         if let Some(token) = token {
             access = access.with_token(token);
         }
-        if self.max_connections == 0 {
-            bail!("--max-connections must be at least 1");
-        }
-        if self.body_timeout.is_zero() {
-            bail!(
-                "--body-timeout must be more than 0 (default {})",
-                humantime::format_duration(DEFAULT_BODY_TIMEOUT)
-            );
-        }
-        Ok(ServerConfig {
+        let config = ServerConfig {
             access,
             body_timeout: self.body_timeout,
             max_connections: self.max_connections,
-        })
+        };
+        config.validate()?;
+        Ok(config)
     }
 
     fn spool_config(&self) -> SpoolConfig {
@@ -289,21 +283,30 @@ impl Args {
         }
     }
 
-    fn drainer_config(&self) -> DrainerConfig {
-        DrainerConfig {
-            workers: self.workers.max(1),
+    fn drainer_config(&self) -> anyhow::Result<DrainerConfig> {
+        if self.workers == 0 {
+            bail!("--workers must be at least 1");
+        }
+        Ok(DrainerConfig {
+            workers: self.workers,
             backoff: BackoffConfig {
                 cap: self.backoff_cap,
                 ..BackoffConfig::default()
             },
             ..DrainerConfig::default()
-        }
+        })
     }
 
     fn relay_config(&self, bucket: String) -> RelayConfig {
+        // Sessions remember this: one opened for another store is not completed.
+        let upstream = match &self.endpoint {
+            Some(endpoint) => format!("{} at {endpoint}", self.upstream),
+            None => self.upstream.clone(),
+        };
         RelayConfig {
-            max_object_bytes: self.max_object_bytes.as_u64(),
-            max_sessions: self.max_sessions.max(1),
+            upstream,
+            max_object_bytes: self.max_object_bytes.map(|b| b.as_u64()),
+            max_sessions: self.max_sessions,
             max_session_bytes: self.max_session_bytes.as_u64(),
             retry_after: self.retry_after,
             ..RelayConfig::new(bucket)
@@ -449,10 +452,67 @@ mod tests {
         assert_eq!(args.max_bytes.as_u64(), 1 << 30);
         let relay = args.relay_config("bkt".into());
         assert_eq!(relay, RelayConfig::new("bkt"));
-        assert_eq!(args.drainer_config().backoff, BackoffConfig::default());
+        let drainer = args.drainer_config().unwrap();
+        assert_eq!(drainer.backoff, BackoffConfig::default());
         let args = parse(&["--max-object-bytes", "1 MiB", "--backoff-cap", "1s"]).unwrap();
-        assert_eq!(args.max_object_bytes.as_u64(), 1 << 20);
-        assert_eq!(args.drainer_config().backoff.cap, Duration::from_secs(1));
+        assert_eq!(
+            args.relay_config("bkt".into()).max_object_bytes,
+            Some(1 << 20)
+        );
+        assert_eq!(
+            args.drainer_config().unwrap().backoff.cap,
+            Duration::from_secs(1)
+        );
+    }
+
+    #[test]
+    fn zero_limits_are_refused_by_name_not_raised_to_one() {
+        for (flags, named) in [
+            (&["--workers", "0"][..], "--workers"),
+            (&["--max-connections", "0"], "--max-connections"),
+            (&["--body-timeout", "0s"], "--body-timeout"),
+        ] {
+            let args = parse(flags).unwrap();
+            let e = match args.drainer_config() {
+                Err(e) => e.to_string(),
+                Ok(_) => args.server_config(None, "bkt").unwrap_err().to_string(),
+            };
+            assert!(e.contains(named), "{flags:?}: {e}");
+        }
+        let config = parse(&["--max-sessions", "0"])
+            .unwrap()
+            .relay_config("bkt".into());
+        let e = config
+            .validate(&SpoolConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--max-sessions"), "{e}");
+    }
+
+    #[test]
+    fn an_object_limit_over_what_the_spool_holds_is_refused_and_the_default_fits() {
+        // Found by review (H3): --max-object-bytes defaulted to 5 GiB while every
+        // upload is staged through a spool of --max-bytes 1 GiB, so a resumable
+        // upload of 1-5 GiB was taken chunk by chunk and refused at the end.
+        let args = parse(&["--max-object-bytes", "5GiB"]).unwrap();
+        let e = args
+            .relay_config("bkt".into())
+            .validate(&args.spool_config());
+        let e = e.unwrap_err().to_string();
+        assert!(
+            e.contains("--max-bytes") && e.contains("--max-object-bytes"),
+            "{e}"
+        );
+        let args = parse(&[]).unwrap();
+        let largest = args
+            .relay_config("bkt".into())
+            .validate(&args.spool_config());
+        assert_eq!(largest, Ok((1 << 30) - crate::MAX_ENTRY_HEAD_BYTES));
+        let args = parse(&["--max-bytes", "8GiB", "--max-object-bytes", "5GiB"]).unwrap();
+        let fits = args
+            .relay_config("bkt".into())
+            .validate(&args.spool_config());
+        assert_eq!(fits, Ok(5 << 30));
     }
 
     const TOKEN: &str = "0123456789abcdef0123456789abcdef";
@@ -475,7 +535,7 @@ mod tests {
         evil.insert("host", "rebound.example".parse().unwrap());
         assert!(config.access.check(&evil).is_err());
         assert_eq!(config.max_connections, DEFAULT_MAX_CONNECTIONS);
-        assert_eq!(config.body_timeout, DEFAULT_BODY_TIMEOUT);
+        assert_eq!(config.body_timeout, crate::DEFAULT_BODY_TIMEOUT);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use hyper::body::Incoming;
 
 use crate::body::Pieces;
 use crate::metrics::route_label;
-use crate::relay::{Relay, RelayConfig, other_preconditions};
+use crate::relay::{Relay, RelayConfig, other_preconditions, unsupported_options};
 use crate::upload::{Framing, body_rejection};
 
 /// Serves one request (hyper's service function); never fails.
@@ -37,7 +37,7 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
         "http://{}",
         header(&parts.headers, "host").unwrap_or("localhost")
     );
-    let limit = relay.config().max_request_bytes();
+    let limit = relay.max_request_bytes();
     let body = Pieces::new(body, limit).counted(relay.metrics());
     let request = Served {
         relay: &relay,
@@ -104,6 +104,7 @@ impl Served<'_> {
         match route {
             Route::Upload { bucket, kind } => {
                 other_preconditions(head)?;
+                unsupported_options(head)?;
                 let framing = match kind {
                     UploadKind::Media => {
                         Framing::Whole(Box::new(Upload::media(bucket, head, Bytes::new())?))
@@ -122,6 +123,7 @@ impl Served<'_> {
             }
             Route::XmlPut { bucket, name } => {
                 other_preconditions(head)?;
+                unsupported_options(head)?;
                 let upload = Upload::xml_put(bucket, name, head, Bytes::new())?;
                 relay
                     .upload_streamed(self.base, Framing::Whole(Box::new(upload)), head, body)

@@ -14,21 +14,26 @@
 //!   computed from the bytes received, so clients' checksum validation passes; the
 //!   header [`OUTCOME_HEADER`] (`x-spool-outcome: stored|spooled`) says which.
 //! - Every write is create-if-absent (`ifGenerationMatch=0`), which is what the
-//!   spool can honour later; other preconditions are refused with 400.
+//!   spool can honour later; other preconditions, and options it cannot carry
+//!   through the spool (encryption keys, ACLs, holds), are refused with 400.
 //! - A full spool is 503 with `Retry-After`: the client's own retry loop is the
-//!   backpressure. Permanent refusals (400, 403, 404, 412) are passed through.
+//!   backpressure. Permanent refusals (400, 403, 404, 412, 413) are passed through.
 //! - Reads, metadata and lists are not passed through: 501, saying so.
 //!
 //! ## Design constraints
 //!
-//! - Request bodies are read whole, bounded by [`RelayConfig::max_object_bytes`]
-//!   (default 32 MiB) plus [`MULTIPART_OVERHEAD_BYTES`] (64 KiB) for a multipart
-//!   body's metadata part.
-//! - A resumable session keeps its bytes in memory until it completes: at most
-//!   [`RelayConfig::max_sessions`] sessions (default 64; the oldest is forgotten
-//!   first), so at most `max_sessions * max_object_bytes` (2 GiB by default).
-//! - Time comes from the spool's [`spool::Clock`] (generations, `timeCreated`); the
-//!   relay reads no clock of its own.
+//! - Request bodies stream in pieces of at most 1 MiB (`body.rs`): into the
+//!   spool's staged entry, or a resumable session's chunk file, never whole. An
+//!   object is at most [`Relay::max_object_bytes`]: what the spool can hold (its
+//!   `max_bytes` less [`MAX_ENTRY_HEAD_BYTES`]), or less.
+//! - Resumable sessions live on disk beside the spool: at most
+//!   [`RelayConfig::max_sessions`] open (1,000), at most
+//!   [`RelayConfig::max_session_bytes`] (8 GiB) on disk in all, each for
+//!   [`RelayConfig::session_ttl`] (7 days).
+//! - At most [`ServerConfig::max_connections`] (256) connections, each given 30 s
+//!   for a request's head and [`ServerConfig::body_timeout`] (60 s) without progress.
+//! - Time comes from the spool's [`spool::Clock`] (generations, `timeCreated`,
+//!   session ages); the relay reads no clock of its own.
 //! - Shutdown stops accepting, lets requests in flight finish (bounded by a grace
 //!   period), then stops the drainer between entries.
 //!
@@ -38,7 +43,7 @@
 //! |---|---|
 //! | `relay.rs` | [`Relay`]: its configuration and state, one upload from parsed request to answer |
 //! | `resumable.rs` | resumable uploads: open a session, take its chunks, complete it through [`Relay`], cancel it |
-//! | `sessions.rs` | the resumable sessions, durable beside the spool: unguessable IDs, chunks on disk, limits |
+//! | `sessions/` | the resumable sessions, durable beside the spool: unguessable IDs, chunks on disk, limits (`mod.rs`); the table and its checked totals (`table.rs`); the one latching path to the disk (`disk.rs`); file names and formats (`files.rs`) |
 //! | `handler.rs` | one HTTP request: route it from its head, serve it, count it |
 //! | `body.rs` | a request body read in pieces as it arrives, never whole |
 //! | `upload.rs` | media, multipart and XML uploads, streamed into the spool |
@@ -70,7 +75,10 @@ mod upload;
 pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
 pub use auth::{Access, Token};
 pub use metrics::RelayMetrics;
-pub use relay::{MULTIPART_OVERHEAD_BYTES, Relay, RelayConfig};
+pub use relay::{
+    CLOUD_STORAGE_MAX_OBJECT_BYTES, ConfigError, MAX_ENTRY_HEAD_BYTES, MULTIPART_OVERHEAD_BYTES,
+    Relay, RelayConfig,
+};
 pub use server::{
     Connections, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS, HEADER_READ_TIMEOUT, ServerConfig,
     serve, serve_with,

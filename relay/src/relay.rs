@@ -5,58 +5,106 @@
 //! It promises that an upload is answered 200 only after the uploader made it safe
 //! (stored upstream, or synced to the spool), and that nothing reaches the uploader
 //! that the spool could not honour later: another bucket than the upstream's (404),
-//! a precondition other than create-if-absent (400), bytes that differ from the
-//! digests the client declared (400).
+//! a precondition other than create-if-absent (400), an option it cannot carry
+//! through the spool (400, by name), bytes that differ from the digests the client
+//! declared (400).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fake_gcs::wire::{Digests, ObjectRecord, Preconditions, Rejection, RequestHead, Upload};
-use spool::{Clock, Spool, Uploader};
+use spool::{Clock, Spool, SpoolConfig, Uploader};
 
 use crate::answer;
 use crate::metrics::RelayMetrics;
 use crate::sessions::{Limits, SessionStore};
 
 /// Room for a multipart body's metadata part and boundaries beside its media:
-/// a request body may be this much larger than [`RelayConfig::max_object_bytes`].
+/// a request body may be this much larger than the largest object.
 pub const MULTIPART_OVERHEAD_BYTES: u64 = 64 * 1024;
 
+/// Cloud Storage's largest object, and the relay's default limit when the spool
+/// can hold it.
+pub const CLOUD_STORAGE_MAX_OBJECT_BYTES: u64 = 5 << 40;
+
+/// The most an entry's header takes beside its payload (a name of 1,024 bytes and
+/// 8 KiB of attributes): an object of the spool's `max_bytes` less this fits.
+pub const MAX_ENTRY_HEAD_BYTES: u64 = (spool::entry::FIXED_HEADER_BYTES
+    + spool::name::MAX_NAME_BYTES
+    + spool::entry::MAX_ATTRIBUTE_BYTES) as u64;
+
 /// How a [`Relay`] serves. Build it with [`RelayConfig::new`], which sets the
-/// defaults documented on each field.
+/// defaults documented on each field; [`Relay::new`] refuses a configuration that
+/// does not hold together ([`ConfigError`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RelayConfig {
     /// The bucket uploads must name: the upstream's. An upload to another bucket is
     /// answered 404 (`The specified bucket does not exist.`).
     pub bucket: String,
+    /// Names the store uploads go to (its URL, and the endpoint when one is given):
+    /// a resumable session opened for one upstream never completes into another
+    /// after a restart on the same directory. Default `gs://{bucket}`.
+    pub upstream: String,
     /// The largest object accepted, in bytes: a media body, a multipart body's media
-    /// part, a resumable session's total. Larger is 413. Bodies stream to disk, so
-    /// this bounds disk, not memory; the spool's `max_bytes` bounds it too. Default
-    /// 5 GiB (Cloud Storage's limit for one request).
-    pub max_object_bytes: u64,
+    /// part, a resumable session's total; larger is 413, refused as soon as it is
+    /// known. Every upload passes through the spool, so it can be at most the
+    /// largest entry the spool holds (its `max_bytes` less
+    /// [`MAX_ENTRY_HEAD_BYTES`]). `None` (the default): that, or Cloud Storage's
+    /// 5 TiB if smaller.
+    pub max_object_bytes: Option<u64>,
     /// Resumable sessions open at once; opening one more is refused with 503 (never
-    /// by forgetting one in progress). Default 1,000.
+    /// by forgetting one in progress). As many completed sessions keep their answer
+    /// (the oldest is dropped first). Default 1,000. At least 1.
     pub max_sessions: usize,
     /// Bytes all open resumable sessions may hold on disk beside the spool; a chunk
-    /// past it is refused with 503 until sessions complete. Default 8 GiB.
+    /// past it is refused with 503 until sessions complete. Default 8 GiB. Not zero.
     pub max_session_bytes: u64,
     /// How long a resumable session lives from its opening; after it, its requests
-    /// get 404 and its files are removed. Default 7 days, as Cloud Storage.
+    /// get 404 and its files are removed. Default 7 days, as Cloud Storage. Not zero.
     pub session_ttl: Duration,
     /// Seed for resumable session IDs; `None` (the default) seeds from the OS, as
     /// production must (an ID is the session's only secret). Simulations set it.
     pub session_id_seed: Option<u64>,
     /// `Retry-After` on a 503 (the spool is full, or not taking writes now), in whole
-    /// seconds, rounded up. Default 1 s.
+    /// seconds, rounded up (at least 1). Default 1 s.
     pub retry_after: Duration,
+}
+
+/// A [`RelayConfig`] that does not hold together, naming the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A field that must be set is empty or zero.
+    #[error("relay config: {field} must be {expected}")]
+    Invalid {
+        /// The field (its command-line flag in brackets).
+        field: &'static str,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// The largest object is more than the spool can hold.
+    #[error(
+        "relay config: max_object_bytes (--max-object-bytes) is {max_object_bytes} bytes, but \
+         every upload passes through the spool, whose max_bytes (--max-bytes) of {spool_max_bytes} \
+         holds objects of at most {largest} bytes: raise --max-bytes or lower --max-object-bytes"
+    )]
+    ObjectLargerThanSpool {
+        /// The configured limit.
+        max_object_bytes: u64,
+        /// The spool's `max_bytes`.
+        spool_max_bytes: u64,
+        /// The largest object the spool holds.
+        largest: u64,
+    },
 }
 
 impl RelayConfig {
     /// The defaults, for uploads to `bucket`.
     pub fn new(bucket: impl Into<String>) -> Self {
+        let bucket = bucket.into();
         Self {
-            bucket: bucket.into(),
-            max_object_bytes: 5 << 30,
+            upstream: format!("gs://{bucket}"),
+            bucket,
+            max_object_bytes: None,
             max_sessions: 1_000,
             max_session_bytes: 8 << 30,
             session_ttl: Duration::from_secs(7 * 24 * 3600),
@@ -65,10 +113,35 @@ impl RelayConfig {
         }
     }
 
-    /// The largest request body read: an object and its multipart metadata.
-    pub(crate) fn max_request_bytes(&self) -> u64 {
-        self.max_object_bytes
-            .saturating_add(MULTIPART_OVERHEAD_BYTES)
+    /// Refuses a configuration that does not hold together with the spool's; the
+    /// largest object it accepts otherwise.
+    pub fn validate(&self, spool: &SpoolConfig) -> Result<u64, ConfigError> {
+        let invalid = |field, expected| Err(ConfigError::Invalid { field, expected });
+        if self.bucket.is_empty() {
+            return invalid("bucket", "a bucket name");
+        }
+        if self.max_sessions == 0 {
+            return invalid("max_sessions (--max-sessions)", "at least 1");
+        }
+        if self.max_session_bytes == 0 {
+            return invalid("max_session_bytes (--max-session-bytes)", "more than 0");
+        }
+        if self.session_ttl.is_zero() {
+            return invalid("session_ttl", "longer than 0");
+        }
+        let largest = spool.max_bytes.saturating_sub(MAX_ENTRY_HEAD_BYTES);
+        match self.max_object_bytes {
+            Some(0) => invalid("max_object_bytes (--max-object-bytes)", "more than 0"),
+            Some(max_object_bytes) if max_object_bytes > largest => {
+                Err(ConfigError::ObjectLargerThanSpool {
+                    max_object_bytes,
+                    spool_max_bytes: spool.max_bytes,
+                    largest,
+                })
+            }
+            Some(max) => Ok(max),
+            None => Ok(largest.min(CLOUD_STORAGE_MAX_OBJECT_BYTES)),
+        }
     }
 
     /// The largest body of a request that carries no object bytes (a resumable
@@ -85,6 +158,8 @@ pub struct Relay {
 
 struct Inner {
     config: RelayConfig,
+    /// `config.max_object_bytes`, or what it defaults to.
+    max_object_bytes: u64,
     uploader: Uploader,
     clock: Arc<dyn Clock>,
     metrics: RelayMetrics,
@@ -105,14 +180,20 @@ impl std::fmt::Debug for Relay {
 impl Relay {
     /// A relay writing through `uploader` (whose spool a [`spool::Drainer`] drains),
     /// reading wall time from `clock` (the spool's: [`spool::SystemClock`] in
-    /// production).
+    /// production); refuses a `config` that does not hold together with the
+    /// uploader's spool ([`RelayConfig::validate`]).
     ///
     /// Resumable sessions are kept in `sessions/` beside the uploader's spool,
     /// through the spool's disk; they are read at the first session request.
-    pub fn new(config: RelayConfig, uploader: Uploader, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(
+        config: RelayConfig,
+        uploader: Uploader,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, ConfigError> {
         let spool = uploader.spool();
+        let max_object_bytes = config.validate(spool.config())?;
         let limits = Limits {
-            max_sessions: config.max_sessions.max(1),
+            max_sessions: config.max_sessions,
             max_session_bytes: config.max_session_bytes,
             ttl: config.session_ttl,
         };
@@ -122,22 +203,35 @@ impl Relay {
             clock.clone(),
             limits,
             config.session_id_seed,
+            config.upstream.clone(),
         );
-        Self {
+        Ok(Self {
             inner: Arc::new(Inner {
                 config,
+                max_object_bytes,
                 uploader,
                 clock,
                 metrics: RelayMetrics::default(),
                 sessions: Arc::new(sessions),
                 last_generation: Mutex::new(0),
             }),
-        }
+        })
     }
 
     /// The configuration.
     pub fn config(&self) -> &RelayConfig {
         &self.inner.config
+    }
+
+    /// The largest object accepted, in bytes (`max_object_bytes`, or its default).
+    pub fn max_object_bytes(&self) -> u64 {
+        self.inner.max_object_bytes
+    }
+
+    /// The largest request body read: an object and its multipart metadata.
+    pub(crate) fn max_request_bytes(&self) -> u64 {
+        self.max_object_bytes()
+            .saturating_add(MULTIPART_OVERHEAD_BYTES)
     }
 
     /// The relay's request counters (register them beside the spool's).
@@ -182,6 +276,73 @@ impl Relay {
         };
         answer::record(upload, size, digests, generation, now_ms)
     }
+}
+
+/// Options an upload may carry that the relay cannot honour, refused by name rather
+/// than dropped: in the query, in headers (by prefix), in the JSON resource.
+const UNSUPPORTED_QUERY: [&str; 3] = ["kmsKeyName", "predefinedAcl", "encryptionKey"];
+const UNSUPPORTED_HEADER_PREFIXES: [&str; 4] = [
+    "x-goog-encryption-",
+    "x-goog-copy-source",
+    "x-goog-acl",
+    "x-goog-storage-class",
+];
+const UNSUPPORTED_RESOURCE: [&str; 9] = [
+    "acl",
+    "kmsKeyName",
+    "customerEncryption",
+    "temporaryHold",
+    "eventBasedHold",
+    "retention",
+    "customTime",
+    "storageClass",
+    "contexts",
+];
+
+/// 400 for an upload request whose query or headers ask for what the relay cannot
+/// honour (customer-supplied or KMS encryption keys, ACLs, a copy, a storage
+/// class): written without them, the object would not be what the client asked for.
+pub(crate) fn unsupported_options(head: RequestHead<'_>) -> Result<(), Rejection> {
+    if let Some(name) = UNSUPPORTED_QUERY
+        .iter()
+        .find(|n| head.query.get(n).is_some())
+    {
+        return Err(cannot_carry(&format!("the query parameter {name}")));
+    }
+    for (name, _) in head.headers {
+        let name = name.as_str();
+        if UNSUPPORTED_HEADER_PREFIXES
+            .iter()
+            .any(|p| name.starts_with(p))
+        {
+            return Err(cannot_carry(&format!("the header {name}")));
+        }
+    }
+    Ok(())
+}
+
+/// 400 for a JSON resource (a multipart upload's first part, a resumable
+/// session's opening) that sets a field the relay cannot honour.
+pub(crate) fn unsupported_resource(resource: &[u8]) -> Result<(), Rejection> {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::from_slice(resource) else {
+        return Ok(()); // an empty or malformed resource is the upload parser's to refuse
+    };
+    match UNSUPPORTED_RESOURCE
+        .iter()
+        .find(|f| fields.contains_key(**f))
+    {
+        Some(field) => Err(cannot_carry(&format!("the resource field {field:?}"))),
+        None => Ok(()),
+    }
+}
+
+fn cannot_carry(what: &str) -> Rejection {
+    Rejection::invalid(format!(
+        "spool-relay cannot carry {what} through its spool (encryption keys, ACLs, holds, \
+         retention, custom times, storage classes and copies are not kept with a spooled \
+         object), and will not write the object without it. Write this object to Cloud \
+         Storage directly."
+    ))
 }
 
 /// Conditions a request may carry beside `ifGenerationMatch`, none of which the

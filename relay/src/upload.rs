@@ -11,7 +11,8 @@
 
 use bytes::Bytes;
 use fake_gcs::wire::{
-    Api, Hashing, MultipartStream, Rejection, Reply, RequestHead, Upload, multipart_boundary,
+    Api, Hashing, MultipartError, MultipartStream, Rejection, Reply, RequestHead, Upload,
+    multipart_boundary,
 };
 use object_store::Attributes;
 use spool::{PutError, Staged, UploadError};
@@ -65,7 +66,7 @@ impl Relay {
         }
         while let Some(piece) = body.next().await.map_err(body_rejection)? {
             let media = match &mut multipart {
-                Some(m) => m.media(&piece).map_err(malformed_multipart)?,
+                Some(m) => m.media(&piece)?,
                 None => piece,
             };
             if let Some(reply) = stream.feed(media).await? {
@@ -73,7 +74,7 @@ impl Relay {
             }
         }
         if let Some(m) = &multipart {
-            m.finish().map_err(malformed_multipart)?;
+            m.finish()?;
         }
         self.finish_streamed(base, upload, stream.staged, stream.hashing, &attributes)
             .await
@@ -135,7 +136,7 @@ impl Stream<'_> {
         if piece.is_empty() {
             return Ok(None);
         }
-        let max = self.relay.config().max_object_bytes;
+        let max = self.relay.max_object_bytes();
         if self.hashing.len() + piece.len() as u64 > max {
             return Err(Rejection::Status {
                 status: 413,
@@ -159,31 +160,21 @@ async fn multipart_head(
     head: RequestHead<'_>,
     body: &mut Pieces,
 ) -> Result<(Upload, MultipartStream, Bytes), Rejection> {
-    let boundary = fake_gcs::wire::header(head.headers, "content-type")
-        .and_then(multipart_boundary)
-        .ok_or_else(|| {
-            Rejection::invalid(
-                "uploadType=multipart needs Content-Type: multipart/related; boundary=...",
-            )
-        })?;
-    let mut stream = MultipartStream::new(&boundary);
+    let content_type = fake_gcs::wire::header(head.headers, "content-type").unwrap_or_default();
+    let mut stream = MultipartStream::new(&multipart_boundary(content_type)?)?;
     loop {
         let piece = body.next().await.map_err(body_rejection)?;
         let Some(piece) = piece else {
-            return Err(malformed_multipart(
-                "the body ended before its media part".into(),
-            ));
+            let ended = MultipartError::Malformed("the body ended before its media part");
+            return Err(ended.into());
         };
-        if let Some(parts) = stream.head(&piece).map_err(malformed_multipart)? {
+        if let Some(parts) = stream.head(&piece)? {
+            crate::relay::unsupported_resource(&parts.resource.body)?;
             let upload = Upload::multipart_head(bucket, head, &parts)?;
-            let first = stream.media(&[]).map_err(malformed_multipart)?;
+            let first = stream.media(&[])?;
             return Ok((upload, stream, first));
         }
     }
-}
-
-fn malformed_multipart(message: String) -> Rejection {
-    Rejection::invalid(format!("malformed multipart body: {message}"))
 }
 
 /// A body that could not be read: too large (413) or broken (400).

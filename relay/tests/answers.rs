@@ -28,7 +28,7 @@ async fn a_spool_write_that_fails_is_503_without_the_spools_paths() {
     // The store is down, so the upload goes to the spool, whose disk fails it.
     let store = FlakyStore::new(Mode::Down);
     let uploader = Uploader::new(spool, Remote::new(store), UploaderConfig::default());
-    let relay = Relay::new(RelayConfig::new(BUCKET), uploader, Arc::new(SystemClock));
+    let relay = Relay::new(RelayConfig::new(BUCKET), uploader, Arc::new(SystemClock)).unwrap();
     let connections = Connections::new(relay);
     for op in [Op::Append, Op::Create, Op::SyncFile, Op::Rename] {
         disk.fail_next(op, ErrorKind::PermissionDenied);

@@ -38,7 +38,11 @@ async fn loopback_relay_with_token() -> (Connections, std::sync::Arc<FlakyStore>
             .with_token(Token::new(TOKEN).unwrap()),
         ..ServerConfig::default()
     };
-    (Connections::with_config(relay, &config), store, spool)
+    (
+        Connections::with_config(relay, &config).unwrap(),
+        store,
+        spool,
+    )
 }
 
 #[tokio::test]

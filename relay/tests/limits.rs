@@ -73,7 +73,7 @@ async fn a_slow_body_that_keeps_coming_is_not_cut() {
     let (relay, _spool, _dir) = relay_without_server(store.clone()).await;
     let connections = Connections::new(relay);
     let (mut client, server) = tokio::io::duplex(1 << 16);
-    connections.serve_connection(server);
+    connections.serve_connection(server).await;
     client
         .write_all(media_head("slow", 3).as_bytes())
         .await

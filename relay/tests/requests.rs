@@ -29,7 +29,7 @@ async fn relay_on(dir: &std::path::Path, disk: Arc<FaultDisk>, fake_base: &str) 
     .await
     .unwrap();
     let uploader = Uploader::new(spool, Remote::new(store), UploaderConfig::default());
-    let relay = Relay::new(RelayConfig::new(BUCKET), uploader, clock);
+    let relay = Relay::new(RelayConfig::new(BUCKET), uploader, clock).unwrap();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

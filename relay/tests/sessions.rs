@@ -39,7 +39,7 @@ async fn start_with_clock(
     let store = spool::connect::store_from_url(&format!("gs://{BUCKET}"), Some(fake_base)).unwrap();
     let spool = Spool::open(dir, SpoolConfig::default()).await.unwrap();
     let uploader = Uploader::new(spool, Remote::new(store), UploaderConfig::default());
-    let relay = Relay::new(config, uploader, clock);
+    let relay = Relay::new(config, uploader, clock).unwrap();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -94,6 +94,14 @@ fn config() -> RelayConfig {
         max_sessions: 4,
         ..RelayConfig::new(BUCKET)
     }
+}
+
+/// Cloud Storage's chunk granularity: every chunk but the last is a multiple.
+const K: usize = 256 * 1024;
+
+/// `bytes FROM-(TO-1)/*`: a chunk that is not the last.
+fn range(from: usize, to: usize) -> String {
+    format!("bytes {from}-{}/*", to - 1)
 }
 
 fn bytes(len: usize, seed: u8) -> Vec<u8> {
@@ -180,30 +188,24 @@ async fn bytes_sent_again_are_compared_and_other_bytes_refused() {
     let (fake, fake_base) = real_fake().await;
     let dir = tempfile::tempdir().unwrap();
     let relay = start(dir.path(), &fake_base, config()).await;
-    let data = bytes(1000, 3);
+    let data = bytes(3 * K + 1000, 3);
     let session = relay.open("r").await;
-    assert_eq!(
-        relay
-            .put(&session, "bytes 0-599/*", &data[..600])
-            .await
-            .status(),
-        308
-    );
+    let first = relay.put(&session, &range(0, 2 * K), &data[..2 * K]).await;
+    assert_eq!(first.status(), 308);
     // The same bytes again, with new ones after them: the new ones count.
-    let again = relay
-        .put(&session, "bytes 500-799/*", &data[500..800])
-        .await;
+    let again = relay.put(&session, &range(K, 3 * K), &data[K..3 * K]).await;
     assert_eq!(again.status(), 308);
-    assert_eq!(again.headers()["range"], "bytes=0-799");
+    assert_eq!(again.headers()["range"], format!("bytes=0-{}", 3 * K - 1));
     // Other bytes at an offset already received: refused, nothing counted.
-    let mut other = data[700..1000].to_vec();
+    let mut other = data[2 * K..].to_vec();
     other[0] ^= 0xff;
-    let refused = relay.put(&session, "bytes 700-999/1000", &other).await;
+    let total = data.len();
+    let other_range = format!("bytes {}-{}/{total}", 2 * K, total - 1);
+    let refused = relay.put(&session, &other_range, &other).await;
     assert_eq!(refused.status(), 400);
     assert!(refused.text().await.unwrap().contains("differ"));
-    let last = relay
-        .put(&session, "bytes 800-999/1000", &data[800..])
-        .await;
+    let last = format!("bytes {}-{}/{total}", 3 * K, total - 1);
+    let last = relay.put(&session, &last, &data[3 * K..]).await;
     assert_eq!(last.status(), 200);
     assert_eq!(stored(&fake, "r").as_deref(), Some(&data[..]));
     relay.stop().await;
@@ -218,7 +220,7 @@ async fn a_full_session_table_refuses_new_sessions_and_keeps_those_in_progress()
     for i in 0..4 {
         let session = relay.open(&format!("s/{i}")).await;
         assert_eq!(
-            relay.put(&session, "bytes 0-9/*", &[i; 10]).await.status(),
+            relay.put(&session, &range(0, K), &[i; K]).await.status(),
             308
         );
         open.push(session);
@@ -233,7 +235,7 @@ async fn a_full_session_table_refuses_new_sessions_and_keeps_those_in_progress()
     for session in &open {
         let status = relay.put(session, "bytes */*", b"").await;
         assert_eq!(status.status(), 308, "a session in progress was evicted");
-        assert_eq!(status.headers()["range"], "bytes=0-9");
+        assert_eq!(status.headers()["range"], format!("bytes=0-{}", K - 1));
     }
     relay.stop().await;
 }
@@ -344,12 +346,13 @@ async fn an_empty_last_chunk_named_by_an_empty_range_completes_the_upload() {
     // with an empty chunk whose range ends before it starts: `bytes N-(N-1)/N`.
     let (fake, fake_base) = real_fake().await;
     let dir = tempfile::tempdir().unwrap();
-    let data = bytes(1000, 5);
+    let data = bytes(K, 5);
     let relay = start(dir.path(), &fake_base, config()).await;
     let session = relay.open("empty/last").await;
-    let all = relay.put(&session, "bytes 0-999/*", &data).await;
+    let all = relay.put(&session, &range(0, K), &data).await;
     assert_eq!(all.status(), 308);
-    let last = relay.put(&session, "bytes 1000-999/1000", b"").await;
+    let last = format!("bytes {K}-{}/{K}", K - 1);
+    let last = relay.put(&session, &last, b"").await;
     assert_eq!(last.status(), 200, "{:?}", last.text().await);
     assert_eq!(stored(&fake, "empty/last").as_deref(), Some(&data[..]));
     relay.stop().await;
@@ -378,10 +381,7 @@ async fn expired_sessions_are_removed_and_never_keep_a_new_one_out() {
     let relay = start_with_clock(dir.path(), &fake_base, config, clock.clone()).await;
     let abandoned = relay.open("abandoned").await;
     assert_eq!(
-        relay
-            .put(&abandoned, "bytes 0-9/*", &[1; 10])
-            .await
-            .status(),
+        relay.put(&abandoned, &range(0, K), &[1; K]).await.status(),
         308
     );
     let done = relay.open("done").await;

@@ -443,7 +443,7 @@ async fn a_connection_over_any_byte_stream_is_served_and_shut_down_gracefully() 
     let h = Harness::in_front_of(&fake_base, Setup::default()).await;
     let connections = relay::Connections::new(h.relay.clone());
     let (client, server) = tokio::io::duplex(64 * 1024);
-    connections.serve_connection(server);
+    connections.serve_connection(server).await;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(client))
         .await
         .unwrap();

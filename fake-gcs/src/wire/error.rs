@@ -46,6 +46,16 @@ impl Rejection {
         }
     }
 
+    /// Its HTTP status.
+    pub fn http_status(&self) -> u16 {
+        match self {
+            Rejection::Status { status, .. } => *status,
+            Rejection::NoSuchBucket(_) | Rejection::NoSuchObject { .. } => 404,
+            Rejection::PreconditionFailed => 412,
+            Rejection::BadDigest(_) => 400,
+        }
+    }
+
     /// The answer in `api`'s shape.
     pub fn reply(&self, api: Api) -> Reply {
         match self {

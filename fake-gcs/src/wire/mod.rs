@@ -59,14 +59,17 @@ pub use compose::{Compose, ComposeSource, MAX_COMPONENTS, MAX_COMPOSE_SOURCES};
 pub use digest::{Declared, Digests, Hashing, Mismatch, crc32c_base64, md5_base64, md5_hex};
 pub use error::{Rejection, error_reply};
 pub use meta_route::{AclScope, MetaRoute, Verb};
-pub use multipart::{MAX_MULTIPART_HEAD_BYTES, MultipartHead, MultipartStream, multipart_boundary};
+pub use multipart::{
+    MAX_BOUNDARY_BYTES, MAX_MULTIPART_HEAD_BYTES, MultipartError, MultipartHead, MultipartStream,
+    Part, multipart_boundary, parse_multipart,
+};
 pub use object::{ObjectMeta, ObjectRecord, json_etag, uploaded};
 pub use operation::Operation;
 pub use precondition::{Conditions, Preconditions};
 pub use reply::Reply;
 pub use resumable::{
-    ChunkRange, ContentRange, Progress, Session, Sessions, beyond_received, incomplete,
-    parse_content_range, started,
+    ChunkRange, ContentRange, Progress, Session, Sessions, answer_308_as_asked, beyond_received,
+    incomplete, parse_content_range, started,
 };
 pub use route::{Api, Query, Route, UploadKind, header};
 pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};

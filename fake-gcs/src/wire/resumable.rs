@@ -304,6 +304,23 @@ pub fn incomplete(upload_id: &str, received: u64) -> Reply {
     reply.header("range", format!("bytes=0-{}", received - 1))
 }
 
+/// A 308 as a client that sent `X-Guploader-No-308: yes` asks for it: 200 with
+/// `X-Http-Status-Code-Override: 308` and the same headers (the Go client and
+/// rclone send it for chunked uploads, and refuse a bare 308). Other answers, and
+/// requests without the header, are left as they are.
+pub fn answer_308_as_asked(reply: Reply, headers: &http::HeaderMap) -> Reply {
+    let asked = crate::wire::header(headers, "x-guploader-no-308")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("yes"));
+    if !asked || reply.status != 308 {
+        return reply;
+    }
+    Reply {
+        status: 200,
+        ..reply
+    }
+    .header("x-http-status-code-override", "308")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,7 @@ use serde_json::Value;
 use crate::wire::attributes::ObjectAttributes;
 use crate::wire::digest::{Declared, Digests};
 use crate::wire::error::Rejection;
-use crate::wire::multipart::{Part, multipart_boundary, split_multipart};
+use crate::wire::multipart::{Part, multipart_boundary, parse_multipart};
 use crate::wire::precondition::Preconditions;
 use crate::wire::route::{Api, Query, header};
 
@@ -271,23 +271,14 @@ impl Upload {
 
 /// A multipart upload's two parts: the JSON resource and the media.
 fn resource_and_media(headers: &HeaderMap, data: &Bytes) -> Result<(Value, Part), Rejection> {
-    let Some(boundary) = header(headers, "content-type").and_then(multipart_boundary) else {
-        return Err(Rejection::invalid(
-            "uploadType=multipart needs Content-Type: multipart/related; boundary=...",
-        ));
+    let content_type = header(headers, "content-type").unwrap_or_default();
+    let boundary = multipart_boundary(content_type)?;
+    let (head, media) = parse_multipart(data, &boundary)?;
+    let media = Part {
+        body: media,
+        ..head.media
     };
-    let mut parts = match split_multipart(data, &boundary) {
-        Ok(parts) if parts.len() == 2 => parts,
-        Ok(parts) => {
-            return Err(Rejection::invalid(format!(
-                "multipart upload has {} parts; expected 2",
-                parts.len()
-            )));
-        }
-        Err(e) => return Err(Rejection::invalid(format!("malformed multipart body: {e}"))),
-    };
-    let media = parts.pop().expect("two parts");
-    match serde_json::from_slice::<Value>(&parts[0].body) {
+    match serde_json::from_slice::<Value>(&head.resource.body) {
         Ok(resource @ Value::Object(_)) => Ok((resource, media)),
         _ => Err(Rejection::invalid(
             "the first multipart part must be a JSON object",

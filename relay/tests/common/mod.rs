@@ -57,10 +57,10 @@ pub async fn relay_without_server(
         .unwrap();
     let uploader = Uploader::new(spool.clone(), Remote::new(store), UploaderConfig::default());
     let config = RelayConfig {
-        max_object_bytes: 1 << 20,
+        max_object_bytes: Some(1 << 20),
         ..RelayConfig::new(BUCKET)
     };
-    let relay = Relay::new(config, uploader, Arc::new(SystemClock));
+    let relay = Relay::new(config, uploader, Arc::new(SystemClock)).unwrap();
     (relay, spool, dir)
 }
 
@@ -82,7 +82,7 @@ pub async fn exchange(
 ) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let (mut client, server) = tokio::io::duplex(1 << 16);
-    connections.serve_connection(server);
+    connections.serve_connection(server).await;
     client.write_all(request).await.unwrap();
     if close_after {
         client.shutdown().await.unwrap();
@@ -139,11 +139,11 @@ impl Harness {
         let drainer = Drainer::start(spool.clone(), remote.clone(), drainer_config);
         let uploader = Uploader::new(spool.clone(), remote, setup.uploader);
         let config = RelayConfig {
-            max_object_bytes: 1 << 20,
+            max_object_bytes: Some(1 << 20),
             max_sessions: 4,
             ..RelayConfig::new(BUCKET)
         };
-        let relay = Relay::new(config, uploader, Arc::new(SystemClock));
+        let relay = Relay::new(config, uploader, Arc::new(SystemClock)).unwrap();
         // reqwest is built without a bundled TLS provider (twice is harmless).
         let _ = rustls::crypto::ring::default_provider().install_default();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -18,11 +18,6 @@ use tokio::sync::watch;
 use super::control::{self, BUCKET, Command, RELAY_PORT, Shared};
 use super::node::{Node, SimWallClock};
 
-/// The largest object the relay takes: the largest the scenario format allows
-/// (64 MiB), so that no write is refused by the relay's own limit before its
-/// uploader sees it.
-const MAX_OBJECT_BYTES: u64 = 64 << 20;
-
 /// The relay host's software: one boot, from boot delay to graceful stop.
 pub async fn run(shared: Arc<Shared>, host: u32) -> turmoil::Result {
     let (boot, mut commands) = control::begin(&shared, host).await;
@@ -47,20 +42,30 @@ async fn serve(
     let options = scenario
         .relay
         .expect("a relay host runs only in a scenario with [relay]");
+    // The largest object the relay takes is its default, the largest the spool
+    // holds: a write the spool could never hold is refused (413) as the uploader
+    // would refuse it.
     let config = RelayConfig {
-        max_object_bytes: MAX_OBJECT_BYTES,
         retry_after: options.retry_after,
         ..RelayConfig::new(BUCKET)
     };
     let clock = Arc::new(SimWallClock::new(scenario));
-    let relay = Relay::new(config, node.uploader.clone(), clock);
+    let relay = Relay::new(config, node.uploader.clone(), clock).map_err(std::io::Error::other)?;
     let listener = turmoil::net::TcpListener::bind(("0.0.0.0", RELAY_PORT)).await?;
+    // The production connection limit and its defaults (max_connections 256).
     let connections = Connections::new(relay);
     loop {
+        // A place first, as the relay's accept loop takes one: over the limit a
+        // connection waits unaccepted.
+        let place = tokio::select! {
+            biased;
+            _ = commands.changed() => break,
+            place = connections.place() => place,
+        };
         tokio::select! {
             biased;
             _ = commands.changed() => break,
-            accepted = listener.accept() => connections.serve_connection(accepted?.0),
+            accepted = listener.accept() => connections.serve_in(accepted?.0, place),
         }
     }
     drop(listener);
