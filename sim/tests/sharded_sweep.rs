@@ -1,7 +1,8 @@
 //! A sweep split into shards, each a separate `sim` process writing its results to
 //! Cloud Storage (the fake, through `gs://`), merged, gives the report the same
-//! sweep gives in one process, byte for byte; and merge names a shard that never
-//! ran and a result written twice instead of averaging them in.
+//! sweep gives in one process, byte for byte, reading each result object once; and
+//! merge names a shard that never ran (by its index, with the command that reruns
+//! it) and a result written twice instead of averaging them in.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -55,6 +56,15 @@ async fn a_sharded_sweep_merged_from_cloud_storage_is_the_sweep_run_in_one_proce
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(fake.clone().serve_tcp(listener));
+    let gets = {
+        let fake = fake.clone();
+        move || {
+            (fake.stats().by_operation)
+                .get("storage.objects.get")
+                .copied()
+                .unwrap_or(0)
+        }
+    };
     let work = tempfile::tempdir().unwrap();
     let out = |name: &str| work.path().join(name).to_str().unwrap().to_string();
 
@@ -85,6 +95,7 @@ async fn a_sharded_sweep_merged_from_cloud_storage_is_the_sweep_run_in_one_proce
                 ]);
                 assert!(run.status.success(), "shard {shard}: {run:?}");
             }
+            let before = gets();
             let merged = sim(&[
                 "merge",
                 "gs://sweeps/run1",
@@ -94,6 +105,8 @@ async fn a_sharded_sweep_merged_from_cloud_storage_is_the_sweep_run_in_one_proce
                 &sharded,
             ]);
             assert!(merged.status.success(), "{merged:?}");
+            // 8 results (and the 4 shards' .rerun files, which merge reads too).
+            assert_eq!(gets() - before, 8 + 4, "merge reads each object once");
             let whole = sim(&[
                 "sweep", SCENARIO, "--seeds", SEEDS, "--out", &single, "--jobs", "2",
             ]);
@@ -167,6 +180,18 @@ async fn a_sharded_sweep_merged_from_cloud_storage_is_the_sweep_run_in_one_proce
     assert!(!gap.status.success());
     let gap = String::from_utf8_lossy(&gap.stderr);
     assert!(gap.contains("4 missing"), "{gap}");
+    // Shards 2 and 3 never ran: named by index, each with the command that reruns
+    // it (the shards' own, kept beside their results).
+    assert!(gap.contains("2 of 4 shards to run again"), "{gap}");
+    let scenario = std::fs::canonicalize(SCENARIO).unwrap();
+    for i in [2, 3] {
+        let rerun = format!(
+            "shard {i} (2 of 2 runs missing): sim sweep {} --seeds 1..=8 --shard {i}/4 --results gs://sweeps/run2 --endpoint ",
+            scenario.display()
+        );
+        assert!(gap.contains(&rerun), "no {rerun:?} in {gap}");
+    }
+    assert!(!gap.contains("shard 0 ("), "{gap}");
     assert!(!dup.status.success());
     let dup = String::from_utf8_lossy(&dup.stderr);
     assert!(dup.contains("4 written more than once"), "{dup}");

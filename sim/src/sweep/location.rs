@@ -110,7 +110,8 @@ impl Location {
         }
     }
 
-    /// Every file here whose name ends in `.json`: (name, bytes), by name.
+    /// Every file of a sweep here (results, `*.json`, and the shards' `*.rerun`
+    /// files): (name, bytes), by name, each read once.
     pub async fn read_all(&self) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
         let mut files = match self {
             Location::Dir(dir) => read_dir(dir)?,
@@ -126,7 +127,7 @@ impl Location {
                 let mut files = Vec::new();
                 for meta in metas
                     .into_iter()
-                    .filter(|m| m.location.as_ref().ends_with(".json"))
+                    .filter(|m| is_sweep_file(m.location.as_ref()))
                 {
                     let name = meta.location.filename().unwrap_or_default().to_string();
                     let get = store.get(&meta.location).await;
@@ -141,13 +142,18 @@ impl Location {
     }
 }
 
+/// A result file, or a shard's rerun file.
+fn is_sweep_file(name: &str) -> bool {
+    name.ends_with(".json") || name.ends_with(super::shard::RERUN)
+}
+
 fn read_dir(dir: &std::path::Path) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let mut files = Vec::new();
     let entries =
         std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?;
     for entry in entries {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        if name.ends_with(".json") && !name.starts_with('.') {
+        if is_sweep_file(&name) && !name.starts_with('.') {
             let bytes = std::fs::read(dir.join(&name))
                 .with_context(|| format!("cannot read {}", dir.join(&name).display()))?;
             files.push((name, bytes));

@@ -5,12 +5,14 @@
 //! - [`Plan`]: the variants and seeds, in a fixed order (variant by variant, seed by
 //!   seed); run `i` of the plan is the same run wherever it is run.
 //! - [`Shard`]: `--shard I/N` takes every run whose index is I modulo N (I may name
-//!   the engine's own index variable).
+//!   the engine's own index variable); it leaves the command that reruns it beside
+//!   its results.
 //! - [`run_shard`]: the runs on threads, each result written to a [`Location`] (a
 //!   directory, or `gs://BUCKET/PREFIX`) as soon as it ends; a failed run is a
 //!   finding, with the command that replays it.
 //! - [`merge`]: every result back from the location, checked (every run exactly
-//!   once, one scenario, one build), for the distribution report
+//!   once, one scenario, one build; a missing shard named with the command that
+//!   reruns it), for the distribution report
 //!   ([`crate::report::sweep`]).
 //!
 //! | file | what |
@@ -37,7 +39,7 @@ pub use location::Location;
 pub use merge::merge;
 pub use result::{FORMAT, Figures, Outcome, RunResult, SweepId};
 pub use run::{bytes_per_run, default_jobs, run_one, run_shard};
-pub use shard::Shard;
+pub use shard::{PLACEHOLDER, Shard};
 pub use variant::{AS_WRITTEN, SetArg, Variant, parse_set, value_text, variants};
 
 /// A sweep: its variants and seeds, and what identifies it.

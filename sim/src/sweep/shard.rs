@@ -3,6 +3,11 @@
 //! number, so that a batch engine's own index is used as it is:
 //! `JOB_COMPLETION_INDEX` (a Kubernetes Indexed Job), `SLURM_ARRAY_TASK_ID` (a Slurm
 //! job array).
+//!
+//! A shard's result files carry `.shardIofN` in their names, and beside them it
+//! leaves `shardIofN.rerun`: the command that runs a shard of its sweep again, with
+//! [`PLACEHOLDER`] for the index (the batch engine's own command when the deploy
+//! script gives one), so that merge can name a missing shard and how to rerun it.
 
 use anyhow::{Context, bail};
 
@@ -59,7 +64,42 @@ impl Shard {
             n => format!(".shard{}of{n}", self.index),
         }
     }
+
+    /// The name of the file that says how to rerun a shard of this sweep.
+    pub fn rerun_file_name(&self) -> String {
+        format!("shard{}of{}{RERUN}", self.index, self.count)
+    }
+
+    /// The shard that wrote the file `name`: a result file (`...shardIofN.json`;
+    /// [`Shard::WHOLE`] without a suffix) or a rerun file (`shardIofN.rerun`).
+    pub fn of_file(name: &str) -> Option<Shard> {
+        let stem = match name.strip_suffix(RERUN) {
+            Some(stem) => stem.strip_prefix("shard")?,
+            None => match name.strip_suffix(".json")?.rsplit_once(".shard") {
+                Some((_, stem)) => stem,
+                None => return Some(Shard::WHOLE),
+            },
+        };
+        let (index, count) = stem.split_once("of")?;
+        let shard = Shard {
+            index: index.parse().ok()?,
+            count: count.parse().ok()?,
+        };
+        (shard.index < shard.count).then_some(shard)
+    }
+
+    /// `template` (a rerun file's command) for this shard: [`PLACEHOLDER`] replaced
+    /// by its index.
+    pub fn rerun_command(&self, template: &str) -> String {
+        template.replace(PLACEHOLDER, &self.index.to_string())
+    }
 }
+
+/// What a rerun command has in place of the shard's index.
+pub const PLACEHOLDER: &str = "{shard}";
+
+/// How a rerun file's name ends.
+pub const RERUN: &str = ".rerun";
 
 #[cfg(test)]
 mod tests {
@@ -94,5 +134,24 @@ mod tests {
         assert_eq!(taken, [1, 4, 7]);
         assert_eq!(shard.suffix(), ".shard1of3");
         assert_eq!(Shard::WHOLE.suffix(), "");
+    }
+
+    #[test]
+    fn a_file_names_the_shard_that_wrote_it() {
+        let shard = Shard { index: 2, count: 4 };
+        assert_eq!(shard.rerun_file_name(), "shard2of4.rerun");
+        assert_eq!(Shard::of_file("shard2of4.rerun"), Some(shard));
+        let result = format!("v0000.s{:020}{}.json", 7, shard.suffix());
+        assert_eq!(Shard::of_file(&result), Some(shard));
+        assert_eq!(
+            Shard::of_file("v0000.s00000000000000000007.json"),
+            Some(Shard::WHOLE)
+        );
+        assert_eq!(Shard::of_file("shard4of4.rerun"), None);
+        assert_eq!(Shard::of_file("notes.txt"), None);
+        assert_eq!(
+            shard.rerun_command("run.sh --shards 4 --only {shard}; echo {shard}"),
+            "run.sh --shards 4 --only 2; echo 2"
+        );
     }
 }

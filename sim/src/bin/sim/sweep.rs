@@ -38,6 +38,13 @@ pub struct SweepArgs {
     /// STORAGE_EMULATOR_HOST when set.
     #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
+    /// The command that runs a shard of this sweep again, with {shard} for its
+    /// index: the batch engine's (deploy/slurm-array.sh and k8s-indexed-job.sh give
+    /// theirs). Kept beside the results as shardIofN.rerun, so that `sim merge`
+    /// names it for a shard whose results are missing. Default: this `sim sweep`
+    /// with --shard {shard}/N.
+    #[arg(long, value_name = "COMMAND")]
+    rerun: Option<String>,
     /// Runs at once (default: the cores, fewer when memory is short).
     #[arg(long)]
     jobs: Option<usize>,
@@ -114,7 +121,7 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
         .map(sim::sweep::parse_seeds)
         .transpose()?;
     let plan = Plan::new(&file, &text, &parse_sets(&args.sets)?, seeds)?;
-    let dir = args.out.unwrap_or_else(|| default_dir(&plan.id.scenario));
+    let dir = (args.out.clone()).unwrap_or_else(|| default_dir(&plan.id.scenario));
     let shard = match &args.shard {
         Some(text) => Shard::parse(text, |name| std::env::var(name).ok())?,
         None => Shard::WHOLE,
@@ -124,6 +131,12 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
         (None, false) => Location::Dir(dir.join("results")),
         (None, true) => anyhow::bail!("--shard needs --results: where the shards' results meet"),
     };
+    let rerun = match &args.rerun {
+        Some(command) => command.clone(),
+        None => default_rerun(&args, &plan, shard, &results),
+    };
+    block_on(results.write(&shard.rerun_file_name(), format!("{rerun}\n").into_bytes()))
+        .context("cannot write the shard's rerun file beside its results")?;
     let jobs = args.jobs.unwrap_or_else(|| sim::sweep::default_jobs(&plan));
     eprintln!(
         "sim sweep: {} runs ({} variants x seeds {}..={}), shard {}/{}, on {jobs} threads -> {results}",
@@ -154,38 +167,77 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
         );
         return Ok(findings.is_empty());
     }
-    report(&results, &dir, args.target_overflow, &args.metric)
+    // Read back from where they were written, as `sim merge` would: the report is
+    // the same whether the sweep ran here or in shards.
+    let merged = sim::sweep::merge(&block_on(results.read_all())?)?;
+    report(&merged, &dir, args.target_overflow, &args.metric)
 }
 
 pub fn merge(args: MergeArgs) -> anyhow::Result<bool> {
     let location = Location::parse(&args.location, args.endpoint.as_deref())?;
-    let files = read_all(&location)?;
-    let scenario = sim::sweep::merge(&files)?[0].sweep.scenario.clone();
-    let dir = args.out.unwrap_or_else(|| default_dir(&scenario));
-    report(&location, &dir, args.target_overflow, &args.metric)
+    // Each file read once, merged once.
+    let merged = sim::sweep::merge(&block_on(location.read_all())?)?;
+    let dir = (args.out).unwrap_or_else(|| default_dir(&merged[0].sweep.scenario));
+    report(&merged, &dir, args.target_overflow, &args.metric)
 }
 
 fn default_dir(scenario: &str) -> PathBuf {
     PathBuf::from("reports").join(format!("{scenario}-sweep"))
 }
 
-fn read_all(location: &Location) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+fn block_on<T>(work: impl std::future::Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
-        .block_on(location.read_all())
+        .block_on(work)
 }
 
-/// Merges the results at `location` and writes the report into `dir`; true when
-/// no run is a finding.
+/// This sweep's own command for shard {shard} of `shard.count`: the scenario by its
+/// absolute path (a rerun may start elsewhere), the seeds, the --set grid, the
+/// results and the emulator.
+fn default_rerun(args: &SweepArgs, plan: &Plan, shard: Shard, results: &Location) -> String {
+    let scenario = std::fs::canonicalize(&args.scenario).unwrap_or_else(|_| args.scenario.clone());
+    let mut words = vec![
+        "sim".to_string(),
+        "sweep".to_string(),
+        shell_word(&scenario.display().to_string()),
+        "--seeds".to_string(),
+        format!("{}..={}", plan.id.seeds[0], plan.id.seeds[1]),
+    ];
+    for set in &args.sets {
+        words.extend(["--set".to_string(), shell_word(set)]);
+    }
+    if shard.count > 1 {
+        words.extend([
+            "--shard".to_string(),
+            format!("{}/{}", sim::sweep::PLACEHOLDER, shard.count),
+        ]);
+    }
+    words.extend(["--results".to_string(), shell_word(&results.to_string())]);
+    if let Some(endpoint) = &args.endpoint {
+        words.extend(["--endpoint".to_string(), shell_word(endpoint)]);
+    }
+    words.join(" ")
+}
+
+/// `word` as one word of a shell command: as it is when nothing in it is special.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./=:,@%+".contains(c);
+    match !word.is_empty() && word.chars().all(plain) {
+        true => word.to_string(),
+        false => format!("'{}'", word.replace('\'', r"'\''")),
+    }
+}
+
+/// Writes the report of the `merged` results into `dir`; true when no run is a
+/// finding.
 fn report(
-    location: &Location,
+    merged: &[sim::sweep::RunResult],
     dir: &Path,
     target_overflow: f64,
     metric: &str,
 ) -> anyhow::Result<bool> {
-    let merged = sim::sweep::merge(&read_all(location)?)?;
-    let summary = sim::report::sweep::write(dir, &merged, target_overflow, metric)?;
+    let summary = sim::report::sweep::write(dir, merged, target_overflow, metric)?;
     for v in &summary.variants {
         let p = |name: &str| {
             v.figures.get(name).map_or("-".to_string(), |p| {
