@@ -20,6 +20,7 @@ use crate::fake::{FakeGcs, RequestEvent};
 use crate::faults::{Action, Fault};
 use crate::retry_test::{Instruction, UnknownTest};
 use crate::target::Target;
+use crate::wire;
 use crate::wire::{Api, Operation, Query, Reply, Route, UploadKind, error_reply, header};
 
 /// The body of every response the fake sends.
@@ -48,6 +49,8 @@ pub(crate) async fn handle(
     let target = Target::parse(&parts.method, &parts.uri, &query);
     let api = target.api();
     let mut track = Track::new(&fake, at, &target);
+    track.method = parts.method.clone();
+    track.uri = parts.uri.clone();
     let mut body = RequestBody::new(body, fake.inner.limits.max_request_bytes);
     let (after, data) = match prepare(&fake, &mut track, &parts.headers, &mut body, api).await {
         Ok(prepared) => prepared,
@@ -102,7 +105,10 @@ async fn prepare(
         Some(action) => before_serving(action, body, api).await?,
     };
     let data = match body.read_to_end().await {
-        Ok(data) => data,
+        Ok(data) => {
+            track.received_bytes = data.len() as u64;
+            data
+        }
         Err(BodyError::Broken) => return Err(Early::Drop("request body broke")),
         Err(BodyError::TooLarge) => {
             let message = format!(
@@ -330,6 +336,14 @@ struct Track {
     status: Option<u16>,
     committed: bool,
     dropped: Option<&'static str>,
+    /// The request line, for the log (cheap clones: a `Uri` shares its bytes).
+    method: http::Method,
+    uri: http::Uri,
+    /// Bytes of the request's body and of the answer's.
+    received_bytes: u64,
+    sent_bytes: u64,
+    /// A refusal's message, when the log is on.
+    message: Option<String>,
 }
 
 impl Track {
@@ -354,6 +368,11 @@ impl Track {
             status: None,
             committed: false,
             dropped: None,
+            method: http::Method::GET,
+            uri: http::Uri::default(),
+            received_bytes: 0,
+            sent_bytes: 0,
+            message: None,
         }
     }
 
@@ -367,6 +386,10 @@ impl Track {
             self.object = served.object;
         }
         let reply = served.reply;
+        self.sent_bytes = reply.body.len() as u64;
+        if tracing::enabled!(target: "fake_gcs", tracing::Level::INFO) {
+            self.message = wire::refusal_message(&reply);
+        }
         let body = body.unwrap_or_else(|| full_body(reply.body.clone()));
         reply.into_response(body)
     }
@@ -384,13 +407,19 @@ impl Drop for Track {
         let fault = self.fault.as_ref().map(Fault::label);
         tracing::info!(
             target: "fake_gcs",
+            method = %self.method,
+            path = self.uri.path(),
+            query = %wire::redacted_query(self.uri.query().unwrap_or("")),
             op = self.operation.name(),
             bucket = self.bucket.as_deref().unwrap_or(""),
             object = self.object.as_deref().unwrap_or(""),
             fault = fault.as_deref().unwrap_or("none"),
             status = self.status.map_or_else(|| "dropped".to_string(), |s| s.to_string()),
             took_ms = took.as_millis() as u64,
+            received_bytes = self.received_bytes,
+            sent_bytes = self.sent_bytes,
             dropped = self.dropped.unwrap_or(""),
+            message = self.message.as_deref().unwrap_or(""),
             "request"
         );
         if self.operation.is_counted() {

@@ -36,6 +36,8 @@ pub struct Pieces<B = Incoming> {
     ended: bool,
     /// Where bytes read are counted.
     metrics: Option<RelayMetrics>,
+    /// This request's bytes read, for its log line.
+    tally: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl<B> Pieces<B>
@@ -52,7 +54,14 @@ where
             read: 0,
             ended: false,
             metrics: None,
+            tally: None,
         }
+    }
+
+    /// Adds the bytes read to `tally` too.
+    pub fn tallied(mut self, tally: std::sync::Arc<std::sync::atomic::AtomicU64>) -> Self {
+        self.tally = Some(tally);
+        self
     }
 
     /// Counts the bytes read in `metrics` (`spool_relay_received_bytes_total`).
@@ -80,6 +89,9 @@ where
                     self.read += data.len() as u64;
                     if let Some(metrics) = &self.metrics {
                         metrics.received(data.len());
+                    }
+                    if let Some(tally) = &self.tally {
+                        tally.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
                     }
                     if self.read > self.limit {
                         return Err(BodyError::TooLarge { limit: self.limit });

@@ -37,8 +37,12 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
         "http://{}",
         header(&parts.headers, "host").unwrap_or("localhost")
     );
+    let started = tokio::time::Instant::now();
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let limit = relay.max_request_bytes();
-    let body = Pieces::new(body, limit).counted(relay.metrics());
+    let body = Pieces::new(body, limit)
+        .counted(relay.metrics())
+        .tallied(received.clone());
     let request = Served {
         relay: &relay,
         method: &parts.method,
@@ -48,7 +52,7 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
         query: &query,
         base: &base,
     };
-    let mut reply = match declared_too_large(&parts.headers, limit) {
+    let reply = match declared_too_large(&parts.headers, limit) {
         // Refused before a byte of the body is read.
         Some(rejection) => rejection.reply(api),
         None => request
@@ -56,6 +60,7 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
             .await
             .unwrap_or_else(|rejection| rejection.reply(api)),
     };
+    let mut reply = wire::answer_308_as_asked(reply, &parts.headers);
     if reply.status == 503 && !reply.headers.iter().any(|(name, _)| name == "retry-after") {
         // Every 503 of the relay means "not now": a refusal of the sessions' store
         // (a full or failing disk, --max-sessions) says when to retry as the
@@ -69,12 +74,17 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
     }
     let label = route_label(&route);
     relay.metrics().answered(label, reply.status);
-    tracing::debug!(
+    tracing::info!(
         target: "spool_relay",
+        method = %parts.method,
+        path = parts.uri.path(),
+        query = %wire::redacted_query(parts.uri.query().unwrap_or("")),
         route = label,
-        bucket = route.bucket().unwrap_or(""),
-        object = route.object().unwrap_or(""),
         status = reply.status,
+        received_bytes = received.load(std::sync::atomic::Ordering::Relaxed),
+        sent_bytes = reply.body.len(),
+        millis = started.elapsed().as_millis() as u64,
+        message = wire::refusal_message(&reply).unwrap_or_default(),
         "request"
     );
     let body = Full::new(reply.body.clone());

@@ -252,10 +252,10 @@ impl Relay {
         Ok((now, total))
     }
 
-    /// A refused chunk: what it wrote is removed, and a session whose object can
-    /// never be taken (413) is forgotten.
-    async fn refuse_chunk(&self, mut hold: Hold, rejection: Rejection) -> Rejection {
-        hold.discard().await;
+    /// A refused chunk: the session is free for the client's next request at once
+    /// (what the chunk wrote stays counted until that request removes it), and a
+    /// session whose object can never be taken (413) is forgotten with its files.
+    async fn refuse_chunk(&self, hold: Hold, rejection: Rejection) -> Rejection {
         if rejection.http_status() == 413 {
             let id = hold.id.clone();
             drop(hold);

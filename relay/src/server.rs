@@ -443,10 +443,13 @@ fn refuse(
     relay.metrics().answered(label, refusal.status);
     tracing::info!(
         target: "spool_relay",
+        method = %req.method(),
+        path = req.uri().path(),
+        query = %fake_gcs::wire::redacted_query(req.uri().query().unwrap_or("")),
         route = label,
         status = refusal.status,
-        "refused a request: {}",
-        refusal.message
+        message = %refusal.message,
+        "request refused before its handler"
     );
     let reply = refusal.reply(route.api());
     let body = http_body_util::Full::new(reply.body.clone());

@@ -282,20 +282,21 @@ async fn a_resumable_session_refused_for_a_full_spool_keeps_its_bytes_for_the_re
         outcome(&h.media("fills/the-spool", b"one").await),
         "spooled"
     );
-    let data = payload(1000, 4);
+    // A first chunk of 256 KiB (every chunk but the last is a multiple), then the
+    // last 1,000 bytes.
+    const K: usize = 256 * 1024;
+    let data = payload(K + 1000, 4);
     let location = h.start_resumable("resumed/r.bin").await;
     let first = h
         .http
         .put(&location)
-        .header("content-range", "bytes 0-599/*");
-    let first = first.body(data[..600].to_vec()).send().await.unwrap();
+        .header("content-range", format!("bytes 0-{}/*", K - 1));
+    let first = first.body(data[..K].to_vec()).send().await.unwrap();
     assert_eq!(first.status(), 308);
     let last = || {
-        let put = h
-            .http
-            .put(&location)
-            .header("content-range", "bytes 600-999/1000");
-        put.body(data[600..].to_vec()).send()
+        let range = format!("bytes {K}-{}/{}", data.len() - 1, data.len());
+        let put = h.http.put(&location).header("content-range", range);
+        put.body(data[K..].to_vec()).send()
     };
     let refused = last().await.unwrap();
     assert_eq!(refused.status(), 503);
@@ -306,7 +307,10 @@ async fn a_resumable_session_refused_for_a_full_spool_keeps_its_bytes_for_the_re
     let status = h.http.put(&location).header("content-range", "bytes */*");
     let status = status.send().await.unwrap();
     assert_eq!(status.status(), 308, "the session kept its bytes");
-    assert_eq!(status.headers()["range"], "bytes=0-999");
+    assert_eq!(
+        status.headers()["range"],
+        format!("bytes=0-{}", data.len() - 1).as_str()
+    );
     let retried = last().await.unwrap();
     assert_eq!(
         (retried.status().as_u16(), outcome(&retried)),

@@ -636,7 +636,10 @@ impl Ctx<'_> {
         }
         match session.accept(content_range, data, max_bytes) {
             Err(rejection) => rejection.reply(Api::Json).into(),
-            Ok(Progress::Incomplete) => wire::incomplete(upload_id, session.received()).into(),
+            Ok(Progress::Incomplete) => {
+                let reply = wire::incomplete(upload_id, session.received());
+                wire::answer_308_as_asked(reply, self.headers).into()
+            }
             Ok(Progress::Complete) => self.finalize(upload_id, declared_now),
         }
     }

@@ -29,6 +29,7 @@
 //! | `object.rs` | [`ObjectRecord`]: JSON resource, XML headers, ETags (composite objects too) |
 //! | `bucket.rs` | the JSON bucket resource, its ETag, the fields a client may set |
 //! | `list.rs` | list parameters and pages, in JSON and XML |
+//! | `log.rs` | a request log line's query (secrets redacted) and refusal message |
 //! | `range.rs` | the `Range` header of downloads |
 //! | `precondition.rs` | [`Preconditions`] (`ifGenerationMatch`, ...) |
 //! | `digest.rs` | [`Digests`] (crc32c, MD5), [`Declared`] digests |
@@ -43,6 +44,7 @@ mod digest;
 mod encoding;
 mod error;
 mod list;
+mod log;
 mod meta_route;
 mod multipart;
 mod object;
@@ -58,6 +60,7 @@ pub use attributes::{META_HEADER_PREFIX, ObjectAttributes};
 pub use compose::{Compose, ComposeSource, MAX_COMPONENTS, MAX_COMPOSE_SOURCES};
 pub use digest::{Declared, Digests, Hashing, Mismatch, crc32c_base64, md5_base64, md5_hex};
 pub use error::{Rejection, error_reply};
+pub use log::{redacted_query, refusal_message};
 pub use meta_route::{AclScope, MetaRoute, Verb};
 pub use multipart::{
     MAX_BOUNDARY_BYTES, MAX_MULTIPART_HEAD_BYTES, MultipartError, MultipartHead, MultipartStream,

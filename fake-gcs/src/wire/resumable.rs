@@ -170,11 +170,19 @@ impl<T> Session<T> {
             },
             // Through the end of this body; with an unknown total, this body ends
             // the object.
-            ChunkRange::From(first) => Chunk {
-                first,
-                last: (first + len).checked_sub(1),
-                total: range.total.or(Some(first + len)),
-            },
+            ChunkRange::From(first) => {
+                let end = first.checked_add(len).ok_or_else(|| {
+                    Rejection::invalid(format!(
+                        "Content-Range {:?} ends past the largest offset.",
+                        content_range.unwrap_or_default()
+                    ))
+                })?;
+                Chunk {
+                    first,
+                    last: end.checked_sub(1),
+                    total: range.total.or(Some(end)),
+                }
+            }
             ChunkRange::Empty if len == 0 => Chunk {
                 first: received,
                 last: None,
@@ -326,6 +334,47 @@ mod tests {
     use super::*;
     use crate::wire::route::Query;
     use crate::wire::upload::RequestHead;
+
+    #[test]
+    fn a_range_from_the_largest_offset_is_refused_not_overflowed() {
+        // Found by review: `first + len` overflowed (a panic in debug builds).
+        let query = Query::parse(Some("uploadType=resumable&name=o"));
+        let headers = http::HeaderMap::new();
+        let head = RequestHead {
+            query: &query,
+            headers: &headers,
+        };
+        let upload = Upload::resumable("b", head, b"").unwrap();
+        let mut session: Session<()> = Session::new(upload);
+        let huge = format!("bytes {}-*/*", u64::MAX);
+        let refused = session.accept(Some(&huge), b"x", u64::MAX);
+        assert!(matches!(
+            refused,
+            Err(Rejection::Status { status: 400, .. })
+        ));
+    }
+
+    #[test]
+    fn a_308_becomes_a_200_with_the_override_when_the_client_asks() {
+        let mut asked = http::HeaderMap::new();
+        asked.insert("x-guploader-no-308", "yes".parse().unwrap());
+        let reply = answer_308_as_asked(incomplete("id", 10), &asked);
+        assert_eq!(reply.status, 200);
+        assert!(
+            reply
+                .headers
+                .iter()
+                .any(|(k, v)| k == "x-http-status-code-override" && v == "308")
+        );
+        assert!(
+            reply
+                .headers
+                .iter()
+                .any(|(k, v)| k == "range" && v == "bytes=0-9")
+        );
+        let plain = answer_308_as_asked(incomplete("id", 10), &http::HeaderMap::new());
+        assert_eq!(plain.status, 308);
+    }
 
     #[test]
     fn content_ranges_of_resumable_chunks_parse() {

@@ -3,7 +3,7 @@
 //!
 //! | path | API |
 //! |---|---|
-//! | `/upload/storage/v1/b/{bucket}/o?uploadType=...` (and `&upload_id=` for a resumable session's requests) | JSON uploads |
+//! | `/upload/storage/v1/b/{bucket}/o?uploadType=...` (and `&upload_id=` for a resumable session's requests; `/resumable/upload/...` too, as gsutil sends it) | JSON uploads |
 //! | `/download/storage/v1/b/{bucket}/o/{object}` | JSON downloads |
 //! | `/storage/v1/b`, `/storage/v1/b/{bucket}`, `.../o`, `.../o/{object}` | JSON buckets and objects |
 //! | `POST /storage/v1/b/{bucket}/o/{destination}/compose` | JSON compose |
@@ -286,7 +286,10 @@ impl Request<'_> {
                 ),
             });
         }
-        if let Some(rest) = path.strip_prefix("/upload/storage/v1/b/") {
+        // gsutil opens its resumable uploads at `/resumable/upload/storage/v1/b/`.
+        let upload = (path.strip_prefix("/upload/storage/v1/b/"))
+            .or_else(|| path.strip_prefix("/resumable/upload/storage/v1/b/"));
+        if let Some(rest) = upload {
             return self.json_upload(rest);
         }
         if let Some(rest) = path.strip_prefix("/download/storage/v1/b/") {
@@ -525,6 +528,17 @@ mod tests {
             Route::ResumableChunk {
                 bucket: "bkt".into(),
                 upload_id: "x".into()
+            }
+        );
+        // gsutil's resumable route opens a session like the usual one.
+        assert_eq!(
+            route(
+                Method::POST,
+                "/resumable/upload/storage/v1/b/bkt/o?uploadType=resumable"
+            ),
+            Route::Upload {
+                bucket: "bkt".into(),
+                kind: UploadKind::Resumable
             }
         );
         assert_eq!(

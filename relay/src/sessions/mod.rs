@@ -719,23 +719,6 @@ impl Hold {
             }
         }
     }
-
-    /// Removes the partial file this request wrote, if any (the request is
-    /// refused): its bytes are no longer counted.
-    pub(crate) async fn discard(&mut self) {
-        if let Some(partial) = self.partial.take() {
-            let names = [partial];
-            if !self
-                .store
-                .disk
-                .remove_best_effort(&names, "a chunk refused")
-                .await
-            {
-                let [partial] = names;
-                self.partial = Some(partial);
-            }
-        }
-    }
 }
 
 impl Drop for Hold {

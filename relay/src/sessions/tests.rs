@@ -199,6 +199,9 @@ async fn run(actions: Vec<Action>) {
     let mut store = store(&disk, &clock, boot);
     let mut model = Model::default();
     for action in actions {
+        // Every step at its own millisecond: the oldest completed session is then
+        // one the model can name (the store breaks ties by ID).
+        clock.advance(Duration::from_millis(1));
         let now = clock.now_unix_ms();
         match action {
             Action::Open => {

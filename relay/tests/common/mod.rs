@@ -64,6 +64,17 @@ pub async fn relay_without_server(
     (relay, spool, dir)
 }
 
+/// A relay with `config` over the spool in `dir` (which outlives it, for a restart)
+/// in front of the fake at `fake_base`.
+pub async fn relay_on(dir: &std::path::Path, fake_base: &str, config: RelayConfig) -> Harness {
+    let store = spool::connect::store_from_url(&format!("gs://{BUCKET}"), Some(fake_base)).unwrap();
+    let setup = Setup {
+        relay: Some(config),
+        ..Setup::default()
+    };
+    Harness::in_dir(dir, store, setup).await
+}
+
 /// Files in the spool's `entries/` (entries and temporary files alike).
 pub fn entry_files(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir.join(spool::layout::ENTRIES_DIR))
@@ -102,7 +113,7 @@ pub struct Harness {
     stop: Option<oneshot::Sender<()>>,
     pub server: JoinHandle<()>,
     drainer: Option<Drainer>,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 /// Settings a test may change.
@@ -110,6 +121,10 @@ pub struct Harness {
 pub struct Setup {
     pub spool: SpoolConfig,
     pub uploader: UploaderConfig,
+    /// The relay's configuration; by default 1 MiB objects and 4 sessions.
+    pub relay: Option<RelayConfig>,
+    /// The spool's disk; by default the real one.
+    pub disk: Option<Arc<dyn spool::Disk>>,
 }
 
 impl Harness {
@@ -124,7 +139,22 @@ impl Harness {
     /// A relay writing to `store`, with a drainer that retries within 50 ms.
     pub async fn writing_to(store: Arc<dyn ObjectStore>, setup: Setup) -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let spool = Spool::open(dir.path(), setup.spool).await.unwrap();
+        let mut harness = Harness::in_dir(dir.path(), store, setup).await;
+        harness._dir = Some(dir);
+        harness
+    }
+
+    /// A relay over the spool in `dir` writing to `store`.
+    pub async fn in_dir(
+        dir: &std::path::Path,
+        store: Arc<dyn ObjectStore>,
+        setup: Setup,
+    ) -> Harness {
+        let disk = setup.disk.unwrap_or_else(|| Arc::new(spool::StdDisk));
+        let clock = Arc::new(SystemClock);
+        let metrics = spool::Metrics::default();
+        let opened = Spool::open_with(dir, setup.spool, disk, clock, metrics).await;
+        let spool = opened.unwrap().0;
         let remote = Remote::new(store);
         let drainer_config = DrainerConfig {
             workers: 2,
@@ -138,11 +168,11 @@ impl Harness {
         };
         let drainer = Drainer::start(spool.clone(), remote.clone(), drainer_config);
         let uploader = Uploader::new(spool.clone(), remote, setup.uploader);
-        let config = RelayConfig {
+        let config = setup.relay.unwrap_or(RelayConfig {
             max_object_bytes: Some(1 << 20),
             max_sessions: 4,
             ..RelayConfig::new(BUCKET)
-        };
+        });
         let relay = Relay::new(config, uploader, Arc::new(SystemClock)).unwrap();
         // reqwest is built without a bundled TLS provider (twice is harmless).
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -162,7 +192,7 @@ impl Harness {
             stop: Some(stop),
             server,
             drainer: Some(drainer),
-            _dir: dir,
+            _dir: None,
         }
     }
 

@@ -28,6 +28,8 @@ pub enum Op {
     SyncFile,
     /// `read` (each read of `read_all` too).
     Read,
+    /// `read_range`.
+    ReadRange,
 }
 
 /// An injected failure: an error kind, or an OS error number (EMFILE, ...).
@@ -150,7 +152,10 @@ impl Disk for FaultDisk {
         })
     }
     fn read_range<'a>(&'a self, path: &'a Path, offset: u64, len: u64) -> DiskFuture<'a, Vec<u8>> {
-        StdDisk.read_range(path, offset, len)
+        Box::pin(async move {
+            self.injected(Op::ReadRange)?;
+            StdDisk.read_range(path, offset, len).await
+        })
     }
 }
 
