@@ -149,15 +149,17 @@ pub fn sweep(args: SweepArgs) -> anyhow::Result<bool> {
     );
     let mine = sim::sweep::run_shard(&plan, shard, jobs, &results)?;
     let findings: Vec<_> = mine.iter().filter(|r| r.is_finding()).collect();
-    for f in &findings {
-        println!(
-            "FINDING {} seed {}: replay with `{}`",
-            plan.variants[f.variant].label(),
-            f.seed,
-            f.replay
-        );
-    }
     if shard.count > 1 {
+        // A shard's own findings, last in its log (a Kubernetes Pod's termination
+        // message is the end of its log); the whole sweep's are in report()'s.
+        for f in &findings {
+            println!(
+                "FINDING {} seed {}: replay with `{}`",
+                plan.variants[f.variant].label(),
+                f.seed,
+                f.replay
+            );
+        }
         println!(
             "shard {}/{}: {} runs, {} findings; merge with `sim merge {results}`",
             shard.index,
@@ -254,6 +256,13 @@ fn report(
             v.findings,
             p("peak_bytes"),
             p("drain_seconds")
+        );
+    }
+    // Every finding of the sweep (a shard prints only its own), to replay alone.
+    for f in &summary.findings {
+        println!(
+            "FINDING {} seed {}: {}; replay with `{}`",
+            f.variant, f.seed, f.what, f.replay
         );
     }
     println!("report in {}", dir.join("sweep.md").display());
