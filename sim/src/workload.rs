@@ -249,32 +249,42 @@ pub fn object_attributes(attributes: &Attributes) -> (Option<String>, ObjectAttr
     (content_type, out)
 }
 
-/// Segments of hard characters joined by `/`, about `budget` bytes, none empty and
-/// none `.` or `..`.
+/// Segments of hard characters joined by `/`, at most `budget` bytes (at least 1),
+/// none empty and none `.` or `..`: the caller's budget is what keeps the whole name
+/// within Cloud Storage's 1,024 bytes.
+///
+/// A character is added only if it fits, and only if the segment it makes is valid
+/// or still has a byte left to become so; a segment is closed with `/` only if a
+/// byte is left for the next one. So the path never has to go past its budget to
+/// end well (issue 42: it did, by a few bytes, when a segment was still empty,
+/// `.` or `..` at the budget). Paths within budget are drawn as before: a path
+/// differs only where the old one went past.
 fn hard_segment_path(rng: &mut ChaCha8Rng, budget: usize) -> String {
+    debug_assert!(budget >= 1, "an empty path cannot end a name");
+    let valid = |segment: &str| !segment.is_empty() && segment != "." && segment != "..";
     let mut out = String::new();
     let mut segment = String::new();
     loop {
         let c = HARD_CHARS[rng.random_range(0..HARD_CHARS.len())];
-        if out.len() + segment.len() + c.len() > budget
-            && !segment.is_empty()
-            && segment != "."
-            && segment != ".."
-        {
-            break;
+        let len = out.len() + segment.len() + c.len();
+        let fits = len < budget || (len == budget && valid(&(segment.clone() + c)));
+        if !fits {
+            if valid(&segment) {
+                break;
+            }
+            // The segment is empty, `.` or `..` with a byte or more left: another
+            // character will fit.
+            continue;
         }
         segment.push_str(c);
-        if segment != "."
-            && segment != ".."
-            && rng.random_bool(0.1)
-            && out.len() + segment.len() < budget
-        {
+        if valid(&segment) && rng.random_bool(0.1) && out.len() + segment.len() + 1 < budget {
             out.push_str(&segment);
             out.push('/');
             segment.clear();
         }
     }
     out.push_str(&segment);
+    debug_assert!(out.len() <= budget);
     out
 }
 
@@ -326,6 +336,19 @@ mod tests {
             .max()
             .unwrap();
         assert!(long > 900, "no name near the limit: {long}");
+    }
+
+    #[test]
+    fn hard_segment_paths_stay_within_their_budget() {
+        for budget in 1..=1024 {
+            for seed in 0..50 {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let path = hard_segment_path(&mut rng, budget);
+                assert!(path.len() <= budget, "{budget}: {} bytes", path.len());
+                let parsed = object_store::path::Path::parse(&path);
+                assert_eq!(parsed.map(String::from).ok(), Some(path));
+            }
+        }
     }
 
     #[test]
