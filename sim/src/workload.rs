@@ -212,8 +212,13 @@ impl Shape {
                 };
                 let mut bytes = other_bytes(size).to_vec();
                 if bytes == own.as_ref() {
-                    // Tiny payloads can coincide; the other writer's must differ.
-                    bytes[0] ^= 0xff;
+                    // Tiny payloads can coincide; the other writer's must differ. An
+                    // empty payload (`size = "0B"`) has no other bytes of its size:
+                    // the other writer's is one byte.
+                    match bytes.first_mut() {
+                        Some(first) => *first ^= 0xff,
+                        None => bytes.push(0xff),
+                    }
                 }
                 OtherWriter {
                     bytes: bytes.into(),
@@ -363,6 +368,22 @@ mod tests {
             "h1/00000000011",
         ] {
             assert_eq!(parse_object_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn another_writer_of_an_empty_payload_has_other_bytes() {
+        let always = Shape {
+            conflicts: 1.0,
+            ..shape(false)
+        };
+        let empty = Bytes::new();
+        for seq in 0..200 {
+            let other = always.other_writer(0, seq, false, &empty).unwrap();
+            match always.conflict(0, seq).unwrap() {
+                Conflict::SameBytes => assert!(other.bytes.is_empty()),
+                Conflict::SameSize | Conflict::OtherSize => assert_eq!(other.bytes.len(), 1),
+            }
         }
     }
 
