@@ -27,6 +27,9 @@ pub const MIN_TOKEN_BYTES: usize = 24;
 /// The environment variable the `spool-relay` command reads a token from.
 pub const TOKEN_ENV: &str = "SPOOL_RELAY_TOKEN";
 
+/// The environment variable the `spool-relay` command reads the metrics token from.
+pub const METRICS_TOKEN_ENV: &str = "SPOOL_RELAY_METRICS_TOKEN";
+
 /// A bearer token requests must carry. Its `Debug` does not show it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Token(Arc<str>);
@@ -83,19 +86,13 @@ impl Token {
 
     /// Whether `given` is this token, in time that depends only on the lengths.
     fn matches(&self, given: &str) -> bool {
-        constant_time_eq(self.0.as_bytes(), given.as_bytes())
+        spool::access::constant_time_eq(self.0.as_bytes(), given.as_bytes())
     }
-}
 
-/// `a == b`, looking at every byte of the longer one whatever they hold.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut differ = u8::from(a.len() != b.len());
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        differ = std::hint::black_box(differ | (x ^ y));
+    /// The token itself, for a server that checks it (never log it).
+    pub fn secret(&self) -> &str {
+        &self.0
     }
-    differ == 0
 }
 
 /// Who may send requests: see the module's table. `Access::default()` refuses
@@ -150,7 +147,7 @@ impl Access {
         }
         if self.loopback_hosts_only {
             let host = header(headers, "host").unwrap_or("");
-            if !is_loopback_host(host) {
+            if !spool::access::is_loopback_host(host) {
                 return Err(Refusal {
                     status: 403,
                     message: format!(
@@ -201,35 +198,6 @@ impl Refusal {
     }
 }
 
-/// `localhost`, `*.localhost`, an IPv4 address in 127/8 or `[::1]`, each with an
-/// optional port.
-fn is_loopback_host(host: &str) -> bool {
-    let (name, port) = match host.strip_prefix('[') {
-        Some(v6) => match v6.split_once(']') {
-            Some((addr, "")) => (addr, None),
-            Some((addr, rest)) => match rest.strip_prefix(':') {
-                Some(port) => (addr, Some(port)),
-                None => return false,
-            },
-            None => return false,
-        },
-        None => match host.rsplit_once(':') {
-            Some((name, port)) => (name, Some(port)),
-            None => (host, None),
-        },
-    };
-    // A port is digits and nothing else (`127.0.0.1:1@evil.example` is not one).
-    if port.is_some_and(|p| p.parse::<u16>().is_err() || !p.bytes().all(|b| b.is_ascii_digit())) {
-        return false;
-    }
-    let name = name.to_ascii_lowercase();
-    if name == "localhost" || name.ends_with(".localhost") {
-        return true;
-    }
-    name.parse::<std::net::IpAddr>()
-        .is_ok_and(|ip| ip.is_loopback())
-}
-
 /// `text` cut to 100 characters, control characters escaped: for messages.
 fn printable(text: &str) -> String {
     text.chars()
@@ -241,6 +209,7 @@ fn printable(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use spool::access::{constant_time_eq, is_loopback_host};
 
     const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 

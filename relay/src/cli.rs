@@ -24,13 +24,15 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow, bail};
 use bytesize::ByteSize;
 use clap::Parser;
+use spool::metrics::EndpointConfig;
 use spool::{
     BackoffConfig, Drainer, DrainerConfig, Remote, Spool, SpoolConfig, SystemClock, Uploader,
     UploaderConfig,
 };
 use tokio::net::TcpListener;
 
-use crate::auth::{Access, TOKEN_ENV, Token};
+use crate::auth::{Access, METRICS_TOKEN_ENV, TOKEN_ENV, Token};
+use crate::handoff;
 use crate::relay::{Relay, RelayConfig};
 use crate::server::{DEFAULT_MAX_CONNECTIONS, ServerConfig};
 
@@ -67,9 +69,15 @@ pub struct Args {
     /// nothing (of an answer) for this long is closed.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
     pub body_timeout: Duration,
-    /// Serve the spool's and the relay's metrics at GET /metrics on this address.
+    /// Serve the spool's and the relay's metrics at GET /metrics, and the probes
+    /// GET /healthz and GET /readyz, on this address. Any address but loopback needs
+    /// a metrics token (--metrics-token-file or SPOOL_RELAY_METRICS_TOKEN).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
+    /// A file holding the token GET /metrics must carry as `Authorization: Bearer
+    /// TOKEN` (the probes need none). Or set SPOOL_RELAY_METRICS_TOKEN.
+    #[arg(long, value_name = "PATH")]
+    pub metrics_token_file: Option<PathBuf>,
     /// A Cloud Storage emulator for a gs:// upstream (http://host:port). Default:
     /// STORAGE_EMULATOR_HOST when set.
     #[arg(long, value_name = "URL")]
@@ -134,7 +142,9 @@ pub fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_ansi(std::io::stdout().is_terminal())
         .init();
-    match run(cli.args) {
+    // Before any thread starts: it reads and removes LISTEN_FDS.
+    let result = handoff::inherited().and_then(|inherited| run(cli.args, inherited));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("spool-relay: {e:#}");
@@ -143,31 +153,42 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Runs a relay in a new tokio runtime until SIGTERM or Ctrl-C.
-pub fn run(args: Args) -> anyhow::Result<()> {
+/// Runs a relay in a new tokio runtime until SIGTERM or Ctrl-C (or, after SIGHUP,
+/// until it has handed its socket to a new process), on `inherited` when systemd
+/// or an old relay passed a listening socket.
+pub fn run(args: Args, inherited: Option<std::net::TcpListener>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         // Before anything is bound or logged: a SIGTERM that follows the `listening`
         // line must find the handler installed (it was installed only when the
         // server first polled it, and a quick SIGTERM killed the process).
-        let shutdown = shutdown_signal().context("cannot watch SIGTERM and SIGINT")?;
-        run_until(args, shutdown).await
+        let signals = Signals::install().context("cannot watch SIGTERM, SIGINT and SIGHUP")?;
+        run_until(args, inherited, signals).await
     })
 }
 
-/// Runs a relay until `shutdown` resolves, then shuts it down gracefully.
-pub async fn run_until(args: Args, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+/// Runs a relay until `signals` says stop, then shuts it down gracefully.
+pub async fn run_until(
+    args: Args,
+    inherited: Option<std::net::TcpListener>,
+    mut signals: Signals,
+) -> anyhow::Result<()> {
     let bucket = bucket(&args.upstream, args.bucket.as_deref())?;
     refuse_loop(&args)?;
     let server_config = args.server_config(std::env::var(TOKEN_ENV).ok(), &bucket)?;
+    let metrics_token = args.metrics_token(std::env::var(METRICS_TOKEN_ENV).ok())?;
     let store = spool::connect::store_from_url(&args.upstream, args.endpoint.as_deref())?;
+    let (listener, inherited) = handoff::listener(inherited, args.listen).await?;
+    let socket = handoff::keep(&listener)?;
     // Absolute first: the spool creates missing parents and syncs each one's parent,
     // and a relative path's last ancestor is the empty path.
     let dir = std::path::absolute(&args.dir)
         .with_context(|| format!("cannot resolve the spool directory {}", args.dir.display()))?;
-    let spool = Spool::open(&dir, args.spool_config())
-        .await
-        .with_context(|| format!("cannot open the spool {}", dir.display()))?;
+    let lock_wait = match inherited {
+        true => args.shutdown_grace + handoff::OPEN_WAIT,
+        false => Duration::ZERO,
+    };
+    let spool = open_spool(&dir, args.spool_config(), lock_wait).await?;
     let remote = Remote::new(store);
     let drainer = Drainer::start(spool.clone(), remote.clone(), args.drainer_config()?);
     let uploader_config = UploaderConfig {
@@ -176,13 +197,12 @@ pub async fn run_until(args: Args, shutdown: impl Future<Output = ()>) -> anyhow
     };
     let uploader = Uploader::new(spool.clone(), remote, uploader_config);
     let relay = Relay::new(args.relay_config(bucket), uploader, Arc::new(SystemClock))?;
-    let metrics = serve_metrics(args.metrics, &spool, &relay).await?;
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let metrics = serve_metrics(&args, metrics_token, &relay, &stopping).await?;
     tracing::info!(
         target: "spool_relay",
         addr = %listener.local_addr()?,
+        inherited,
         metrics = %metrics.as_ref().map_or("off".to_string(), |(addr, _)| addr.to_string()),
         upstream = %args.upstream,
         bucket = %relay.config().bucket,
@@ -192,6 +212,13 @@ pub async fn run_until(args: Args, shutdown: impl Future<Output = ()>) -> anyhow
         max_connections = server_config.max_connections,
         "spool-relay listening"
     );
+    let shutdown = async {
+        signals.until_stop_or_handed_over(&socket).await;
+        stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        // Closed with the listener: new connections are refused, unless a new
+        // process (or systemd) holds the socket too.
+        drop(socket);
+    };
     crate::serve_with(
         relay,
         listener,
@@ -211,6 +238,36 @@ pub async fn run_until(args: Args, shutdown: impl Future<Output = ()>) -> anyhow
         "spool-relay stopped; pending entries are delivered by the next run on this directory"
     );
     Ok(())
+}
+
+/// Opens the spool in `dir`; while another process holds its lock, tries again
+/// every 100 ms for up to `lock_wait` (a relay taking over from an old one waits
+/// for it to finish and exit).
+async fn open_spool(
+    dir: &std::path::Path,
+    config: SpoolConfig,
+    lock_wait: Duration,
+) -> anyhow::Result<Spool> {
+    let deadline = tokio::time::Instant::now() + lock_wait;
+    let mut told = false;
+    loop {
+        match Spool::open(dir, config.clone()).await {
+            Err(spool::OpenError::Locked { .. }) if tokio::time::Instant::now() < deadline => {
+                if !told {
+                    tracing::info!(
+                        target: "spool_relay",
+                        dir = %dir.display(),
+                        "waiting for the relay this one takes over from to release the spool"
+                    );
+                    told = true;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            opened => {
+                return opened.with_context(|| format!("cannot open the spool {}", dir.display()));
+            }
+        }
+    }
 }
 
 impl Args {
@@ -273,6 +330,42 @@ impl Args {
         };
         config.validate()?;
         Ok(config)
+    }
+
+    /// The token GET /metrics must carry, from --metrics-token-file or
+    /// SPOOL_RELAY_METRICS_TOKEN (`env_token`); refuses a non-loopback --metrics
+    /// without one.
+    fn metrics_token(&self, env_token: Option<String>) -> anyhow::Result<Option<Token>> {
+        let from_file = match &self.metrics_token_file {
+            Some(path) => Some(read_token_file(path)?),
+            None => None,
+        };
+        let from_env = env_token.filter(|t| !t.trim().is_empty());
+        let text = match (from_file, from_env) {
+            (Some(_), Some(_)) => bail!(
+                "the metrics token is given twice, by --metrics-token-file and by \
+                 {METRICS_TOKEN_ENV}: give it one way"
+            ),
+            (Some(text), None) | (None, Some(text)) => Some(text),
+            (None, None) => None,
+        };
+        let token = match text {
+            Some(text) => Some(Token::new(&text).map_err(|e| anyhow!("the metrics token: {e}"))?),
+            None => None,
+        };
+        if let Some(addr) = self.metrics
+            && !addr.ip().is_loopback()
+            && token.is_none()
+        {
+            bail!(
+                "--metrics {addr} is not a loopback address, and no metrics token is \
+                 configured: anyone who can reach it could read the relay's metrics. Give one \
+                 with --metrics-token-file PATH or {METRICS_TOKEN_ENV} (Prometheus then sends \
+                 Authorization: Bearer TOKEN; the probes /healthz and /readyz need none), or \
+                 serve metrics on 127.0.0.1"
+            );
+        }
+        Ok(token)
     }
 
     fn spool_config(&self) -> SpoolConfig {
@@ -389,50 +482,93 @@ fn points_at(endpoint: &str, listen: SocketAddr) -> bool {
 
 type MetricsTask = (SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>);
 
-/// Serves the spool's and the relay's series at `addr`, if given.
+/// Serves the spool's and the relay's series and the probes at `--metrics`, if
+/// given; `/readyz` is 503 once `stopping` is set.
 async fn serve_metrics(
-    addr: Option<SocketAddr>,
-    spool: &Spool,
+    args: &Args,
+    token: Option<Token>,
     relay: &Relay,
+    stopping: &Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<Option<MetricsTask>> {
-    let Some(addr) = addr else {
+    let Some(addr) = args.metrics else {
         return Ok(None);
     };
     let mut registry = prometheus_client::registry::Registry::default();
-    spool.register_metrics(&mut registry);
+    relay.spool().register_metrics(&mut registry);
     relay.metrics().register(&mut registry);
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot serve metrics on {addr}"))?;
     let bound = listener.local_addr()?;
-    let task = tokio::spawn(spool::metrics::serve(listener, Arc::new(registry)));
+    let (relay, stopping) = (relay.clone(), stopping.clone());
+    let ready = move || match stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        true => Err("spool-relay is shutting down".to_string()),
+        false => relay.readiness(),
+    };
+    let config = EndpointConfig {
+        token: token.map(|t| t.secret().into()),
+        ready: Some(Arc::new(ready)),
+        ..EndpointConfig::for_addr(addr)
+    };
+    let task = tokio::spawn(spool::metrics::serve_with(
+        listener,
+        Arc::new(registry),
+        config,
+    ));
     Ok(Some((bound, task)))
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-/// Resolves at SIGTERM or SIGINT (Ctrl-C); the handlers are installed when this is
-/// called, not when the future is first polled.
-#[cfg(unix)]
-fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    Ok(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = interrupt.recv() => {}
-        }
-        tracing::info!(target: "spool_relay", "shutdown requested");
-    })
+/// What the process is told: SIGTERM or SIGINT (Ctrl-C) stop it; SIGHUP hands its
+/// listening socket to a new process (`handoff.rs`), then stops it. The handlers are
+/// installed when this is built, not when it is first polled.
+pub struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hangup: tokio::signal::unix::Signal,
 }
 
-/// Resolves at Ctrl-C.
-#[cfg(not(unix))]
-fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
-    Ok(async {
-        let _ = tokio::signal::ctrl_c().await;
-        tracing::info!(target: "spool_relay", "shutdown requested");
-    })
+impl Signals {
+    /// Installs the handlers.
+    #[cfg(unix)]
+    pub fn install() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    /// Waits for SIGTERM or SIGINT, or for a SIGHUP whose hand-over succeeded (one
+    /// that failed is logged, and the relay serves on).
+    #[cfg(unix)]
+    async fn until_stop_or_handed_over(&mut self, socket: &std::os::fd::OwnedFd) {
+        loop {
+            tokio::select! {
+                _ = self.term.recv() => return,
+                _ = self.interrupt.recv() => return,
+                _ = self.hangup.recv() => match handoff::hand_over(socket) {
+                    Ok(pid) => {
+                        tracing::info!(
+                            target: "spool_relay",
+                            pid,
+                            "SIGHUP: handed the listening socket to a new spool-relay; finishing \
+                             the requests in flight and stopping"
+                        );
+                        return;
+                    }
+                    Err(e) => tracing::error!(
+                        target: "spool_relay",
+                        "SIGHUP: cannot hand the listening socket to a new spool-relay, serving \
+                         on: {e:#}"
+                    ),
+                },
+            }
+        }
+    }
 }
 
 #[cfg(test)]

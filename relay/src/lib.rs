@@ -53,6 +53,7 @@
 //! | `timeout_io.rs` | a connection's byte stream whose reads and writes time out without progress (`--body-timeout`) |
 //! | `metrics.rs` | [`RelayMetrics`]: the relay's request counters, in the spool's registry |
 //! | `cli.rs` | the `spool-relay` command line (`cli::main`; feature `cli`, on by default) |
+//! | `handoff.rs` | the command's listening socket: inherited (systemd socket activation, an old relay) or bound, and handed to a new process on SIGHUP |
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -63,6 +64,8 @@ mod body;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod handler;
+#[cfg(feature = "cli")]
+mod handoff;
 pub mod metrics;
 #[allow(clippy::module_inception)]
 mod relay;

@@ -251,6 +251,39 @@ impl Relay {
         self.inner.uploader.spool()
     }
 
+    /// Whether the relay takes uploads now (what `/readyz` answers): `Err` says why
+    /// not: the spool stopped after a failed directory sync and is reopening, the
+    /// spool is full, or the resumable sessions' storage stopped after a failed sync.
+    pub fn readiness(&self) -> Result<(), String> {
+        let stats = self.spool().stats();
+        if let Some(why) = stats.broken {
+            return Err(format!(
+                "the spool stopped taking writes after a failed directory sync and is \
+                 reopening itself ({why})"
+            ));
+        }
+        if stats.files + stats.reserved_files >= stats.max_files {
+            return Err(format!(
+                "the spool is full: {} entries of at most {} (--max-files)",
+                stats.files + stats.reserved_files,
+                stats.max_files
+            ));
+        }
+        if stats.bytes + stats.reserved_bytes >= stats.max_bytes {
+            return Err(format!(
+                "the spool is full: {} bytes of at most {} (--max-bytes)",
+                stats.bytes + stats.reserved_bytes,
+                stats.max_bytes
+            ));
+        }
+        if let Some(why) = self.sessions().stopped() {
+            return Err(format!(
+                "resumable sessions stopped taking writes after a failed sync ({why})"
+            ));
+        }
+        Ok(())
+    }
+
     /// Refuses an upload the spool could not honour: to another bucket than the
     /// upstream's, or with a precondition other than create-if-absent.
     pub(crate) fn admit(&self, upload: &Upload) -> Result<(), Rejection> {

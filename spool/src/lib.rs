@@ -39,6 +39,8 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "http")]
+pub mod access;
 pub mod alerts;
 pub mod backoff;
 pub mod clock;

@@ -356,6 +356,11 @@ impl SessionStore {
         })
     }
 
+    /// Why session writes are refused now (a failed sync, not yet recovered from).
+    pub(crate) fn stopped(&self) -> Option<String> {
+        self.disk.stopped().map(|(reason, _)| reason)
+    }
+
     /// The session's chunks that hold bytes from `from` on (all of them for 0).
     pub(crate) fn chunks_from(&self, id: &str, from: u64) -> Vec<Chunk> {
         let table = self.table();

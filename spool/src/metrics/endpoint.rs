@@ -1,11 +1,19 @@
-//! The metrics endpoint (feature `http`): `GET /metrics` over HTTP/1 with hyper.
-//! Encoding stays in the core ([`super::encode`]); this is only the transport.
+//! The metrics endpoint (feature `http`): `GET /metrics` over HTTP/1 with hyper,
+//! and an orchestrator's probes (`GET /healthz`, `GET /readyz`). Encoding stays in
+//! the core ([`super::encode`]); this is only the transport.
 //!
 //! Promises: it serves until its task is dropped. A failed accept (EMFILE or ENFILE
 //! when the process or the system is out of file descriptors, ECONNABORTED, ENOBUFS)
 //! is logged at warn with what to do and retried after a pause: 100 ms, doubling
-//! to 5 s while accepts keep failing, back to 100 ms after one succeeds. A client
-//! gets 10 s to send its request's headers.
+//! to 5 s while accepts keep failing, back to 100 ms after one succeeds. Bounds that
+//! hold before any request is read ([`EndpointConfig`]): at most
+//! `max_connections` (16) connections (more wait in the listen backlog), 10 s to
+//! send a request's headers. Then, for each request: on a loopback listener a
+//! `Host` that is not a loopback name is refused (403: DNS rebinding would let a web
+//! page read the metrics); with a token, `/metrics` needs `Authorization: Bearer
+//! TOKEN` (401). The probes need neither token nor anything else: `/healthz` is 200
+//! while the process serves, `/readyz` 200 when [`EndpointConfig::ready`] says so
+//! and 503 with its reason otherwise.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,6 +24,7 @@ use hyper::body::Bytes;
 use prometheus_client::registry::Registry;
 
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
 
 use super::{CONTENT_TYPE, encode};
 
@@ -29,6 +38,50 @@ pub const DEFAULT_METRICS_ADDR: SocketAddr =
 const ACCEPT_RETRY_FIRST: Duration = Duration::from_millis(100);
 /// The longest pause between accepts that keep failing.
 const ACCEPT_RETRY_MAX: Duration = Duration::from_secs(5);
+/// How long a client may take to send a request's headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What `/readyz` answers: `Ok` is 200, `Err(reason)` 503 with the reason.
+pub type Readiness = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// How the endpoint serves; see the module doc.
+#[derive(Clone)]
+pub struct EndpointConfig {
+    /// Most connections open at once; more wait in the listen backlog. Default 16
+    /// (a scraper and a few probes need one each). At least 1.
+    pub max_connections: usize,
+    /// Refuse a `Host` that is not a loopback name. [`EndpointConfig::for_addr`]
+    /// sets it for a loopback address.
+    pub loopback_hosts_only: bool,
+    /// A bearer token `GET /metrics` must carry; `None`: none.
+    pub token: Option<Arc<str>>,
+    /// What `/readyz` answers; `None`: 200 while the endpoint serves.
+    pub ready: Option<Readiness>,
+}
+
+impl std::fmt::Debug for EndpointConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EndpointConfig")
+            .field("max_connections", &self.max_connections)
+            .field("loopback_hosts_only", &self.loopback_hosts_only)
+            .field("token", &self.token.as_ref().map(|_| "(not shown)"))
+            .field("ready", &self.ready.is_some())
+            .finish()
+    }
+}
+
+impl EndpointConfig {
+    /// The defaults for an endpoint on `addr`: the Host check when it is loopback,
+    /// no token, `/readyz` 200.
+    pub fn for_addr(addr: SocketAddr) -> Self {
+        EndpointConfig {
+            max_connections: 16,
+            loopback_hosts_only: addr.ip().is_loopback(),
+            token: None,
+            ready: None,
+        }
+    }
+}
 
 /// Binds `addr` (use [`DEFAULT_METRICS_ADDR`] for loopback:9464) and serves
 /// `registry` at `GET /metrics` until the task is dropped. Fails at once if the
@@ -40,9 +93,10 @@ pub async fn bind_and_serve(addr: SocketAddr, registry: Arc<Registry>) -> std::i
     serve(listener, registry).await
 }
 
-/// Serves `registry` at `GET /metrics` on `listener` until the task is dropped.
-/// Never returns: a failed accept is logged and retried after a pause (see the
-/// module's promises); the `Result` is kept for callers that spawn it.
+/// Serves `registry` at `GET /metrics` on `listener` with the defaults for its
+/// address ([`EndpointConfig::for_addr`]) until the task is dropped. Never returns:
+/// a failed accept is logged and retried after a pause (see the module's promises);
+/// the `Result` is kept for callers that spawn it.
 ///
 /// ```no_run
 /// # async fn demo(spool: spool::Spool) -> std::io::Result<()> {
@@ -56,7 +110,17 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     registry: Arc<Registry>,
 ) -> std::io::Result<()> {
-    serve_accepted(listener, registry).await
+    let config = EndpointConfig::for_addr(listener.local_addr()?);
+    serve_with(listener, registry, config).await
+}
+
+/// [`serve`] as `config` says.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    registry: Arc<Registry>,
+    config: EndpointConfig,
+) -> std::io::Result<()> {
+    serve_accepted(listener, registry, config).await
 }
 
 /// Where the endpoint's connections come from: a TCP listener, or a test's streams.
@@ -77,13 +141,24 @@ impl Acceptor for tokio::net::TcpListener {
 async fn serve_accepted(
     mut listener: impl Acceptor,
     registry: Arc<Registry>,
+    config: EndpointConfig,
 ) -> std::io::Result<()> {
+    if config.max_connections == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the metrics endpoint's max_connections must be at least 1",
+        ));
+    }
+    let places = Arc::new(Semaphore::new(config.max_connections));
+    let config = Arc::new(config);
     let mut pause = ACCEPT_RETRY_FIRST;
     loop {
+        // A place first: over the limit a connection waits unread in the backlog.
+        let place = places.clone().acquire_owned().await.expect("never closed");
         match listener.accept().await {
             Ok(stream) => {
                 pause = ACCEPT_RETRY_FIRST;
-                serve_connection(stream, registry.clone());
+                serve_connection(stream, registry.clone(), config.clone(), place);
             }
             Err(e) => {
                 tracing::warn!(
@@ -129,41 +204,82 @@ fn open_files_limit() -> String {
         .unwrap_or_else(|| "limit unknown".into())
 }
 
-/// Serves one connection on its own task.
+/// Serves one connection on its own task, holding `place` until it closes.
 fn serve_connection(
     stream: impl AsyncRead + AsyncWrite + Unpin + Send + 'static,
     registry: Arc<Registry>,
+    config: Arc<EndpointConfig>,
+    place: tokio::sync::OwnedSemaphorePermit,
 ) {
     tokio::spawn(async move {
         let service = hyper::service::service_fn(move |req| {
             let registry = registry.clone();
-            async move { Ok::<_, std::convert::Infallible>(respond(&req, &registry)) }
+            let config = config.clone();
+            async move { Ok::<_, std::convert::Infallible>(respond(&req, &registry, &config)) }
         });
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(Duration::from_secs(10))
+            .header_read_timeout(HEADER_READ_TIMEOUT)
             .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
         if let Err(e) = conn.await {
             tracing::debug!(error = %e, "metrics connection ended with an error");
         }
+        drop(place);
     });
 }
 
-fn respond<B>(req: &hyper::Request<B>, registry: &Registry) -> hyper::Response<Full<Bytes>> {
-    let builder = hyper::Response::builder();
-    let response = if req.method() != hyper::Method::GET {
-        builder
-            .status(hyper::StatusCode::METHOD_NOT_ALLOWED)
-            .body(Full::new(Bytes::from_static(b"only GET\n")))
-    } else if req.uri().path() != "/metrics" {
-        builder
-            .status(hyper::StatusCode::NOT_FOUND)
-            .body(Full::new(Bytes::from_static(b"metrics are at /metrics\n")))
+fn respond<B>(
+    req: &hyper::Request<B>,
+    registry: &Registry,
+    config: &EndpointConfig,
+) -> hyper::Response<Full<Bytes>> {
+    use hyper::StatusCode;
+    let text = |status: StatusCode, body: String| (status, body);
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let (status, body) = if req.method() != hyper::Method::GET {
+        text(StatusCode::METHOD_NOT_ALLOWED, "only GET\n".into())
+    } else if config.loopback_hosts_only
+        && !crate::access::is_loopback_host(header("host").unwrap_or(""))
+    {
+        let message = "this endpoint listens on loopback and answers requests addressed to a \
+                       loopback name only (localhost, 127.0.0.1, [::1])\n";
+        text(StatusCode::FORBIDDEN, message.into())
     } else {
-        builder
-            .header(hyper::header::CONTENT_TYPE, CONTENT_TYPE)
-            .body(Full::new(Bytes::from(encode(registry))))
+        match req.uri().path() {
+            "/healthz" => text(StatusCode::OK, "ok\n".into()),
+            "/readyz" => match config.ready.as_ref().map_or(Ok(()), |ready| ready()) {
+                Ok(()) => text(StatusCode::OK, "ready\n".into()),
+                Err(why) => text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("not ready: {why}\n"),
+                ),
+            },
+            "/metrics" => match &config.token {
+                Some(token) if !crate::access::bearer_matches(header("authorization"), token) => {
+                    let message = "the metrics need Authorization: Bearer TOKEN\n";
+                    let response = hyper::Response::builder()
+                        .status(StatusCode::UNAUTHORIZED)
+                        .header(hyper::header::WWW_AUTHENTICATE, "Bearer")
+                        .body(Full::new(Bytes::from_static(message.as_bytes())));
+                    return response.expect("static response parts are valid");
+                }
+                _ => {
+                    let response = hyper::Response::builder()
+                        .header(hyper::header::CONTENT_TYPE, CONTENT_TYPE)
+                        .body(Full::new(Bytes::from(encode(registry))));
+                    return response.expect("static response parts are valid");
+                }
+            },
+            _ => text(
+                StatusCode::NOT_FOUND,
+                "metrics are at /metrics, probes at /healthz and /readyz\n".into(),
+            ),
+        }
     };
+    let response = hyper::Response::builder()
+        .status(status)
+        .header(hyper::header::CONTENT_TYPE, "text/plain; charset=utf-8")
+        .body(Full::new(Bytes::from(body)));
     response.expect("static response parts are valid")
 }
 
@@ -176,7 +292,8 @@ mod tests {
 
     async fn get(addr: SocketAddr, path: &str) -> String {
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let request = format!("GET {path} HTTP/1.1\r\nHost: spool\r\nConnection: close\r\n\r\n");
+        let request =
+            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
         stream.write_all(request.as_bytes()).await.unwrap();
         let mut response = String::new();
         stream.read_to_string(&mut response).await.unwrap();
@@ -243,12 +360,14 @@ mod tests {
         let (mut client, server_end) = tokio::io::duplex(1 << 16);
         script.send(Ok(server_end)).unwrap();
         let started = tokio::time::Instant::now();
+        let config = EndpointConfig::for_addr(DEFAULT_METRICS_ADDR);
         let server = tokio::spawn(serve_accepted(
             Scripted(accepts),
             Arc::new(Registry::default()),
+            config,
         ));
 
-        let request = "GET /metrics HTTP/1.1\r\nHost: spool\r\nConnection: close\r\n\r\n";
+        let request = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
         client.write_all(request.as_bytes()).await.unwrap();
         let mut response = String::new();
         client.read_to_string(&mut response).await.unwrap();
@@ -273,6 +392,91 @@ mod tests {
                 "{advice}"
             );
         }
+    }
+
+    /// One request with `headers` to an endpoint served with `config` over an
+    /// in-memory stream: the answer.
+    async fn ask(config: EndpointConfig, path: &str, headers: &str) -> String {
+        let (script, accepts) = tokio::sync::mpsc::unbounded_channel();
+        let (mut client, server_end) = tokio::io::duplex(1 << 16);
+        script.send(Ok(server_end)).unwrap();
+        let registry = Arc::new(Registry::default());
+        let server = tokio::spawn(serve_accepted(Scripted(accepts), registry, config));
+        let request = format!("GET {path} HTTP/1.1\r\n{headers}Connection: close\r\n\r\n");
+        client.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        client.read_to_string(&mut response).await.unwrap();
+        server.abort();
+        response
+    }
+
+    #[tokio::test]
+    async fn a_loopback_endpoint_refuses_other_host_names() {
+        // Found by review (L1): the endpoint checked no Host, so a page whose name
+        // resolves to 127.0.0.1 (DNS rebinding) could read the metrics.
+        let config = || EndpointConfig::for_addr(DEFAULT_METRICS_ADDR);
+        let rebound = ask(config(), "/metrics", "Host: rebound.example:9464\r\n").await;
+        assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+        let local = ask(config(), "/metrics", "Host: 127.0.0.1:9464\r\n").await;
+        assert!(local.starts_with("HTTP/1.1 200"), "{local}");
+        let wide = EndpointConfig::for_addr("0.0.0.0:9464".parse().unwrap());
+        let named = ask(wide, "/metrics", "Host: relay.internal:9464\r\n").await;
+        assert!(named.starts_with("HTTP/1.1 200"), "{named}");
+    }
+
+    #[tokio::test]
+    async fn with_a_token_the_metrics_need_it_and_the_probes_do_not() {
+        let config = || EndpointConfig {
+            token: Some("0123456789abcdef0123456789abcdef".into()),
+            ready: Some(Arc::new(|| Err("the spool is full".to_string()))),
+            ..EndpointConfig::for_addr("0.0.0.0:9464".parse().unwrap())
+        };
+        let host = "Host: relay:9464\r\n";
+        let without = ask(config(), "/metrics", host).await;
+        assert!(without.starts_with("HTTP/1.1 401"), "{without}");
+        let with = format!("{host}Authorization: Bearer 0123456789abcdef0123456789abcdef\r\n");
+        assert!(
+            ask(config(), "/metrics", &with)
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        assert!(
+            ask(config(), "/healthz", host)
+                .await
+                .starts_with("HTTP/1.1 200")
+        );
+        let ready = ask(config(), "/readyz", host).await;
+        assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
+        assert!(ready.contains("not ready: the spool is full"), "{ready}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn connections_past_the_cap_wait_unaccepted() {
+        // Found by review (L1): the endpoint capped no connections.
+        let (script, accepts) = tokio::sync::mpsc::unbounded_channel();
+        let (_held, held_end) = tokio::io::duplex(1 << 16);
+        let (mut second, second_end) = tokio::io::duplex(1 << 16);
+        script.send(Ok(held_end)).unwrap();
+        script.send(Ok(second_end)).unwrap();
+        let config = EndpointConfig {
+            max_connections: 1,
+            ..EndpointConfig::for_addr(DEFAULT_METRICS_ADDR)
+        };
+        let registry = Arc::new(Registry::default());
+        let server = tokio::spawn(serve_accepted(Scripted(accepts), registry, config));
+        let request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+        second.write_all(request.as_bytes()).await.unwrap();
+        let mut head = [0u8; 12];
+        let waited = tokio::time::timeout(Duration::from_secs(5), second.read_exact(&mut head));
+        assert!(
+            waited.await.is_err(),
+            "a connection past the cap was served"
+        );
+        // The held connection sends nothing: its header timeout frees the place.
+        let answered = tokio::time::timeout(Duration::from_secs(30), second.read_exact(&mut head));
+        assert!(answered.await.is_ok());
+        assert_eq!(&head, b"HTTP/1.1 200");
+        server.abort();
     }
 
     #[tokio::test]

@@ -39,7 +39,9 @@ pub mod dashboard;
 #[cfg(feature = "http")]
 mod endpoint;
 #[cfg(feature = "http")]
-pub use endpoint::{DEFAULT_METRICS_ADDR, bind_and_serve, serve};
+pub use endpoint::{
+    DEFAULT_METRICS_ADDR, EndpointConfig, Readiness, bind_and_serve, serve, serve_with,
+};
 
 use std::borrow::Cow;
 
