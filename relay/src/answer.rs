@@ -114,11 +114,15 @@ pub(crate) fn refused(api: Api, error: &UploadError, retry_after: Duration) -> R
 fn client_message(error: &UploadError) -> String {
     let local = match error {
         UploadError::NotSpooled {
-            spool_error: PutError::Io { .. },
+            spool_error: PutError::Io { source, .. },
             ..
         } => {
-            "The relay could not write the object to its spool now (an I/O error; its log \
-              says where); retry the request."
+            tracing::warn!(target: "spool_relay", error = %error, "upload not made safe");
+            return format!(
+                "The relay could not write the object to its spool now ({}; its log says \
+                 where); retry the request.",
+                disk_trouble(source)
+            );
         }
         UploadError::NotSpooled {
             spool_error: PutError::Broken { .. },

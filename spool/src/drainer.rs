@@ -40,6 +40,7 @@
 //! flight finishes (or times out), a backoff sleep is cut short.
 
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -164,13 +165,22 @@ impl Drainer {
     }
 
     /// Stops the workers between entries, waits for them, and for the removals of
-    /// the entries they delivered.
+    /// the entries they delivered. A worker that panicked panics here, with its
+    /// panic's payload, once the others have stopped: a bug is not swallowed.
     pub async fn shutdown(mut self) {
-        let _ = self.stop.send(true);
+        self.stop.send_replace(true);
+        let mut panicked = None;
         for worker in std::mem::take(&mut self.workers) {
-            let _ = worker.await;
+            if let Err(e) = worker.await
+                && e.is_panic()
+            {
+                panicked.get_or_insert(e.into_panic());
+            }
         }
         self.spool.flush_removals().await;
+        if let Some(panic) = panicked {
+            std::panic::resume_unwind(panic);
+        }
     }
 }
 
@@ -226,7 +236,7 @@ impl Worker {
             if *self.stopped.borrow() {
                 return;
             }
-            if !self.drain(claim, read, &mut backoff).await {
+            if self.drain(claim, read, &mut backoff).await.is_break() {
                 return;
             }
         }
@@ -254,19 +264,19 @@ impl Worker {
         }
     }
 
-    /// Works on one entry until it is settled or given back. Returns false when
-    /// asked to stop.
+    /// Works on one entry until it is settled or given back; `Break` when asked to
+    /// stop.
     async fn drain(
         &mut self,
         claim: Claim,
         read: Result<(Header, Bytes), ReadError>,
         backoff: &mut Backoff,
-    ) -> bool {
+    ) -> ControlFlow<()> {
         let (header, payload) = match self.read_again_if_failed(&claim, read).await {
             Ok(entry) => entry,
             Err(ReadError::Gone(_)) => {
                 self.spool.forget_gone(claim);
-                return true;
+                return ControlFlow::Continue(());
             }
             Err(e) if e.is_final() => {
                 if let Err(io) = self.spool.quarantine(claim, &e.to_string()).await {
@@ -277,7 +287,7 @@ impl Worker {
                     let delay = backoff.next_delay(&mut self.rng);
                     return self.pause(delay).await;
                 }
-                return true;
+                return ControlFlow::Continue(());
             }
             Err(e) => {
                 // Given back: another read, by this worker or another, after a pause.
@@ -306,14 +316,12 @@ impl Worker {
                     self.spool.metrics().drain_retries.inc();
                     let delay = backoff.next_delay(&mut self.rng);
                     tracing::debug!(error = %e, ?delay, name = %header.name, "drain write failed; will retry");
-                    if !self.pause(delay).await {
-                        return false;
-                    }
+                    self.pause(delay).await?;
                     continue;
                 }
             };
             return match settled {
-                Ok(()) => true,
+                Ok(()) => ControlFlow::Continue(()),
                 Err(e) => {
                     // The entry stays in the spool and comes back to a worker later.
                     tracing::error!(error = %e, seq = header.seq, "cannot settle a drained entry");
@@ -326,14 +334,14 @@ impl Worker {
     }
 
     /// Gives back the entries read ahead, then sleeps for `delay` unless asked to
-    /// stop first. Returns false when asked to stop.
-    async fn pause(&mut self, delay: Duration) -> bool {
+    /// stop first (`Break`).
+    async fn pause(&mut self, delay: Duration) -> ControlFlow<()> {
         // Other workers deliver them meanwhile; dropped claims return to the queue.
         self.ahead.clear();
         tokio::select! {
             biased;
-            _ = self.stopped.wait_for(|s| *s) => false,
-            _ = tokio::time::sleep(delay) => true,
+            _ = self.stopped.wait_for(|s| *s) => ControlFlow::Break(()),
+            _ = tokio::time::sleep(delay) => ControlFlow::Continue(()),
         }
     }
 
@@ -456,6 +464,40 @@ mod tests {
         while spool.stats().files > 0 {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// A store whose every write panics: a bug in a worker's path.
+    #[derive(Debug)]
+    struct Panics;
+
+    #[async_trait::async_trait]
+    impl crate::hooked::PutHook for Panics {
+        async fn put(
+            &self,
+            _inner: &std::sync::Arc<dyn object_store::ObjectStore>,
+            _location: &object_store::path::Path,
+            _payload: object_store::PutPayload,
+            _opts: object_store::PutOptions,
+        ) -> object_store::Result<object_store::PutResult> {
+            panic!("a write that panics");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_worker_that_panicked_panics_at_shutdown() {
+        // What was seen: shutdown awaited each worker with `let _ =`, so a worker's
+        // panic vanished and the drain silently stopped.
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        fill_numbered(&spool, 1).await;
+        let inner = std::sync::Arc::new(object_store::memory::InMemory::new());
+        let store = crate::hooked::HookedStore::wrap(inner, Panics);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store), config(2));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let shutdown = tokio::spawn(drainer.shutdown());
+        let panicked = shutdown.await.unwrap_err();
+        assert!(panicked.is_panic());
+        let payload = panicked.into_panic();
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"a write that panics"));
     }
 
     #[tokio::test(start_paused = true)]

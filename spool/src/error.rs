@@ -88,12 +88,13 @@ pub enum PutError {
     InvalidAttributes(#[from] InvalidAttributes),
     /// Writing this entry failed (an I/O error on its own file); nothing was stored
     /// and the spool goes on.
-    #[error("cannot store the entry {path}: {message}")]
+    #[error("cannot store the entry {path}: {source}")]
     Io {
         /// The entry's temporary file.
         path: PathBuf,
-        /// The error.
-        message: String,
+        /// The error, with its kind (a read-only disk, say); shared, so that the
+        /// error stays `Clone`.
+        source: Arc<std::io::Error>,
     },
     /// The spool stopped accepting writes after a directory sync failed (the kernel
     /// may have dropped what it held); it is reopening itself from what is on disk

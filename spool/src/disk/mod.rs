@@ -93,7 +93,7 @@ pub trait Disk: Send + Sync + 'static {
     /// directory).
     fn sync_dir<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, ()>;
     /// The names of the regular files in `dir` (not subdirectories), in no particular
-    /// order. Names that are not UTF-8 are left out.
+    /// order. Names that are not UTF-8 are apart ([`Names::not_utf8`]).
     fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Names>;
     /// The whole contents of `path`.
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>>;

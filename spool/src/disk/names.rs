@@ -8,13 +8,16 @@
 use std::io;
 use std::path::Path;
 
-/// File names, in the order they were pushed.
+/// File names, in the order they were pushed; and apart, the names that are not
+/// UTF-8 (no spool file has one, so each is a stray to set aside and report).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Names {
     /// Every name, one after another.
     text: String,
     /// Where each name ends in `text`.
     ends: Vec<usize>,
+    /// Names that are not UTF-8, as the file system gave them.
+    not_utf8: Vec<std::ffi::OsString>,
 }
 
 impl Names {
@@ -50,12 +53,22 @@ impl Names {
     pub fn to_vec(&self) -> Vec<String> {
         self.iter().map(str::to_string).collect()
     }
+
+    /// The names found that are not UTF-8 (left out of the others).
+    pub fn not_utf8(&self) -> &[std::ffi::OsString] {
+        &self.not_utf8
+    }
+
+    /// Adds a name that is not UTF-8.
+    pub fn push_not_utf8(&mut self, name: std::ffi::OsString) {
+        self.not_utf8.push(name);
+    }
 }
 
 impl Names {
     /// The names of the files in `dir` (not of its subdirectories), in the order
-    /// the file system lists them; names that are not UTF-8 are left out, as no
-    /// spool file has one.
+    /// the file system lists them; names that are not UTF-8 apart
+    /// ([`Names::not_utf8`]), as no spool file has one.
     #[cfg(target_os = "linux")]
     pub fn of_dir(dir: &Path) -> io::Result<Names> {
         use rustix::fs::{AtFlags, FileType, Mode, OFlags, RawDir};
@@ -85,15 +98,20 @@ impl Names {
             if file_type == FileType::Directory {
                 continue;
             }
-            if let Ok(name) = std::str::from_utf8(name) {
-                names.push(name);
+            match std::str::from_utf8(name) {
+                Ok(name) => names.push(name),
+                Err(_) => {
+                    use std::os::unix::ffi::OsStrExt as _;
+                    let name = std::ffi::OsStr::from_bytes(name).to_owned();
+                    names.push_not_utf8(name);
+                }
             }
         }
         Ok(names)
     }
 
     /// The names of the files in `dir` (not of its subdirectories); names that are
-    /// not UTF-8 are left out, as no spool file has one.
+    /// not UTF-8 apart ([`Names::not_utf8`]), as no spool file has one.
     #[cfg(not(target_os = "linux"))]
     pub fn of_dir(dir: &Path) -> io::Result<Names> {
         let mut names = Names::default();
@@ -102,8 +120,9 @@ impl Names {
             if entry.file_type()?.is_dir() {
                 continue;
             }
-            if let Some(name) = entry.file_name().to_str() {
-                names.push(name);
+            match entry.file_name().to_str() {
+                Some(name) => names.push(name),
+                None => names.push_not_utf8(entry.file_name()),
             }
         }
         Ok(names)

@@ -11,6 +11,7 @@
 //! backlog.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -255,8 +256,21 @@ pub(super) async fn scan(
             Err(reason) => to_quarantine.push((name, reason)),
         }
     }
-    quarantine_all(&**disk, dirs, &mut quarantine, &to_quarantine, metrics).await?;
-    report.quarantined = to_quarantine;
+    // A name that is not UTF-8 is no spool file's: set aside, shown with U+FFFD.
+    let mut set_aside: Vec<(OsString, String)> = (to_quarantine.into_iter())
+        .map(|(n, r)| (n.into(), r))
+        .collect();
+    set_aside.extend(entries.not_utf8().iter().map(|name| {
+        let reason = format!(
+            "the file name is not UTF-8 (it reads {:?})",
+            name.to_string_lossy()
+        );
+        (name.clone(), reason)
+    }));
+    quarantine_all(&**disk, dirs, &mut quarantine, &set_aside, metrics).await?;
+    report.quarantined = (set_aside.into_iter())
+        .map(|(name, reason)| (name.to_string_lossy().into_owned(), reason))
+        .collect();
     Ok(Scan {
         index,
         bytes,
@@ -407,14 +421,15 @@ async fn quarantine_all(
     disk: &dyn Disk,
     dirs: &Dirs,
     quarantine: &mut Vec<String>,
-    to_quarantine: &[(String, String)],
+    to_quarantine: &[(OsString, String)],
     metrics: &Metrics,
 ) -> Result<(), OpenError> {
     if to_quarantine.is_empty() {
         return Ok(());
     }
     for (name, reason) in to_quarantine {
-        let target = layout::unique_name(quarantine, name);
+        let shown = name.to_string_lossy();
+        let target = layout::unique_name(quarantine, &shown);
         let from = dirs.entries.join(name);
         move_with_note(
             disk,
@@ -426,7 +441,7 @@ async fn quarantine_all(
         )
         .await
         .map_err(io_err("quarantine", &from))?;
-        tracing::warn!(file = %name, %reason, "quarantined spool entry");
+        tracing::warn!(file = %shown, %reason, "quarantined spool entry");
         quarantine.push(target);
         metrics.quarantined.inc();
     }

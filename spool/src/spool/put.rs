@@ -244,9 +244,10 @@ impl Spool {
                 // not be removed.
                 self.index_new(&mut reservation, created_unix_ms);
                 inner.changed.notify_waiters();
+                let message = format!("cannot sync {}: {e}", inner.entries.path.display());
                 return Err(PutError::Io {
                     path,
-                    message: format!("cannot sync {}: {e}", inner.entries.path.display()),
+                    source: std::sync::Arc::new(std::io::Error::new(e.kind(), message)),
                 });
             }
             let reason = self
@@ -299,7 +300,7 @@ pub(super) fn put_failed(path: &Path, e: std::io::Error) -> PutError {
     } else {
         PutError::Io {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            source: std::sync::Arc::new(e),
         }
     }
 }

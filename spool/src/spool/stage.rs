@@ -137,13 +137,17 @@ impl Staged {
         if payload.len() as u64 != self.payload_len
             || crc32c::crc32c(&payload) != self.payload_crc32c
         {
+            let message = format!(
+                "read back {} bytes that differ from the {} bytes appended",
+                payload.len(),
+                self.payload_len
+            );
             return Err(PutError::Io {
                 path: self.tmp.clone(),
-                message: format!(
-                    "read back {} bytes that differ from the {} bytes appended",
-                    payload.len(),
-                    self.payload_len
-                ),
+                source: std::sync::Arc::new(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    message,
+                )),
             });
         }
         Ok(payload.into())
@@ -182,7 +186,9 @@ impl Staged {
     fn unusable(&self) -> PutError {
         PutError::Io {
             path: self.tmp.clone(),
-            message: "an earlier append to this entry failed".into(),
+            source: std::sync::Arc::new(std::io::Error::other(
+                "an earlier append to this entry failed",
+            )),
         }
     }
 }

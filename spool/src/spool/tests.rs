@@ -264,6 +264,31 @@ async fn a_stray_file_is_quarantined_even_when_its_note_cannot_be_written() {
 /// Two entry files with one sequence number can only be made by hand (a copy, a
 /// restore over a live spool): open keeps one, sets the other aside with the reason,
 /// and the totals agree with the index.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_file_whose_name_is_not_utf8_is_quarantined_with_a_reason_and_reported() {
+    // Before: such a file was left out of the listing, so it was neither drained
+    // nor quarantined nor reported, and stayed in entries/ for good.
+    use std::os::unix::ffi::OsStrExt as _;
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    spool.put("kept", payload(3)).await.unwrap();
+    drop(spool);
+    let name = std::ffi::OsStr::from_bytes(b"00000000000000000009.\xff.entry");
+    std::fs::write(fx.dir.path().join(ENTRIES_DIR).join(name), b"?").unwrap();
+    let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
+    assert_eq!(report.quarantined.len(), 1, "{:?}", report.quarantined);
+    let (shown, reason) = &report.quarantined[0];
+    assert_eq!(shown, "00000000000000000009.\u{fffd}.entry");
+    assert!(reason.contains("not UTF-8"), "{reason}");
+    assert_eq!(fx.entries().len(), 1, "{:?}", fx.entries());
+    let quarantine = fx.dir.path().join(QUARANTINE_DIR);
+    let note = std::fs::read_to_string(quarantine.join(format!("{shown}.reason"))).unwrap();
+    assert!(note.contains("not UTF-8"), "{note}");
+    assert_eq!(spool.stats().quarantined_files, 1);
+    assert_eq!(spool.stats().files, 1);
+}
+
 #[tokio::test]
 async fn two_entry_files_with_one_sequence_number_keep_one_and_quarantine_the_other() {
     let fx = Fixture::new();
