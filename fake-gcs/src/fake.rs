@@ -144,6 +144,10 @@ pub(crate) struct State {
     pub(crate) retry_tests: RetryTests,
     /// Resumable upload sessions; a completed one remembers its object.
     pub(crate) uploads: Sessions<ObjectRecord>,
+    /// XML API multipart uploads in progress, by upload ID.
+    pub(crate) xml_uploads: BTreeMap<String, XmlUpload>,
+    /// XML multipart uploads started (their IDs).
+    pub(crate) xml_upload_ids: u64,
     /// Buckets deleted by a request: not created again on first use (until a
     /// bucket insert or a reset).
     pub(crate) deleted_buckets: BTreeSet<String>,
@@ -165,6 +169,17 @@ impl fmt::Debug for FakeGcs {
 }
 
 /// An object about to be stored: all but its generation and creation time.
+/// An XML API multipart upload in progress: where it goes, what its object will
+/// be described as, and the parts received by number.
+#[derive(Debug)]
+pub(crate) struct XmlUpload {
+    pub(crate) bucket: String,
+    pub(crate) name: String,
+    pub(crate) content_type: Cow<'static, str>,
+    pub(crate) attributes: ObjectAttributes,
+    pub(crate) parts: BTreeMap<u32, Bytes>,
+}
+
 pub(crate) struct NewObject {
     pub(crate) name: String,
     pub(crate) data: Bytes,
@@ -186,6 +201,8 @@ impl State {
             faults: FaultEngine::new(faults, seed),
             retry_tests: RetryTests::new(limits.max_retry_tests),
             uploads: Sessions::new(limits.max_upload_sessions),
+            xml_uploads: BTreeMap::new(),
+            xml_upload_ids: 0,
             deleted_buckets: BTreeSet::new(),
             hmac_keys: HmacKeys::default(),
             last_generation: 0,

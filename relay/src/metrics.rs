@@ -107,6 +107,7 @@ pub(crate) fn route_label(route: &Route) -> &'static str {
         | Route::ObjectList { .. }
         | Route::ObjectGet { .. }
         | Route::ObjectDelete { .. }
+        | Route::XmlMultipart { .. }
         | Route::Compose { .. } => "not_passed_through",
     }
 }

@@ -16,6 +16,7 @@ mod acl;
 mod buckets;
 mod objects;
 mod projects;
+mod xml_multipart;
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -182,8 +183,12 @@ impl Ctx<'_> {
                     None => return Err(Rejection::status(404, NO_SESSION)),
                 }
             }
-            Route::XmlPut { bucket, name } => {
-                self.store(Upload::xml_put(bucket, name, request, data)?)?
+            Route::XmlPut { bucket, name } => match header(self.headers, "x-goog-copy-source") {
+                Some(source) => self.xml_copy(bucket, name, source)?,
+                None => self.store(Upload::xml_put(bucket, name, request, data)?)?,
+            },
+            Route::XmlMultipart { bucket, name, step } => {
+                self.xml_multipart(bucket, name, step, data)?
             }
             Route::Compose {
                 bucket,

@@ -158,7 +158,7 @@ impl Ctx<'_> {
 
     /// The destination's metadata: the source's content type and attributes,
     /// changed by `body`; its storage class when the body names one.
-    fn copied_metadata(
+    pub(super) fn copied_metadata(
         &self,
         src: &StoredObject,
         body: &Map<String, Value>,
@@ -187,7 +187,7 @@ impl Ctx<'_> {
 
     /// Stores `src`'s bytes (or, without kept bytes, its digests and size) as a
     /// new generation of `bucket/name` described by `edit`.
-    fn place_copy(
+    pub(super) fn place_copy(
         &mut self,
         bucket: &str,
         name: &str,

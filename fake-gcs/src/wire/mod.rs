@@ -74,7 +74,7 @@ pub use resumable::{
     ChunkRange, ContentRange, Progress, Session, Sessions, answer_308_as_asked, beyond_received,
     incomplete, parse_content_range, started,
 };
-pub use route::{Api, Query, Route, UploadKind, header};
+pub use route::{Api, MultipartStep, Query, Route, UploadKind, header};
 pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};
 
 /// The JSON bucket resource and bucket list: the fake serves its buckets with them,
@@ -82,9 +82,13 @@ pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};
 pub use bucket::{
     BUCKET_READ_ONLY_FIELDS, bucket_etag, bucket_list, bucket_resource, bucket_resource_with,
 };
+/// Percent-encoding of names in URLs and its inverse, the download `Range` header
+/// and the list parameters: exported for the fuzz targets (fuzz/).
+pub use encoding::{decode_path, encode_component};
+pub use list::ListQuery;
+pub use range::resolve_range;
 // The fake's own use: a relay answers reads and lists from upstream.
-pub(crate) use encoding::{encode_component, rfc3339_millis};
-pub(crate) use list::{ListPage, ListQuery};
+pub(crate) use encoding::{rfc3339_millis, xml_escape};
+pub(crate) use list::ListPage;
 pub(crate) use object::etag_matches;
-pub(crate) use range::resolve_range;
 pub(crate) use upload::content_type;

@@ -114,6 +114,15 @@ pub enum Route {
         /// The object.
         name: String,
     },
+    /// A step of an XML API multipart upload of `/{bucket}/{name}`.
+    XmlMultipart {
+        /// The bucket.
+        bucket: String,
+        /// The object.
+        name: String,
+        /// Which step.
+        step: MultipartStep,
+    },
     /// A request that cannot be served: `status` (404 or 400) with `message`.
     Invalid {
         /// The API whose error body to answer with.
@@ -216,6 +225,10 @@ impl Route {
             | Route::ResumableChunk { .. }
             | Route::ResumableCancel { .. }
             | Route::XmlPut { .. } => Operation::ObjectsInsert,
+            Route::XmlMultipart { step, .. } => match step {
+                MultipartStep::ListParts { .. } => Operation::ObjectsGet,
+                _ => Operation::ObjectsInsert,
+            },
             Route::Compose { .. } => Operation::ObjectsCompose,
             Route::Invalid { .. } => Operation::Unknown,
         }
@@ -228,7 +241,7 @@ impl Route {
             | Route::ObjectGet { api, .. }
             | Route::ObjectDelete { api, .. }
             | Route::Invalid { api, .. } => *api,
-            Route::XmlPut { .. } => Api::Xml,
+            Route::XmlPut { .. } | Route::XmlMultipart { .. } => Api::Xml,
             _ => Api::Json,
         }
     }
@@ -242,6 +255,7 @@ impl Route {
             | Route::ObjectDelete { bucket, .. }
             | Route::Upload { bucket, .. }
             | Route::Compose { bucket, .. }
+            | Route::XmlMultipart { bucket, .. }
             | Route::XmlPut { bucket, .. } => Some(bucket),
             _ => None,
         }
@@ -253,11 +267,41 @@ impl Route {
         match self {
             Route::ObjectGet { name, .. }
             | Route::ObjectDelete { name, .. }
+            | Route::XmlMultipart { name, .. }
             | Route::XmlPut { name, .. } => Some(name),
             Route::Compose { destination, .. } => Some(destination),
             _ => None,
         }
     }
+}
+
+/// A step of an XML API multipart upload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MultipartStep {
+    /// `POST ?uploads`: start one; answered with its upload ID.
+    Start,
+    /// `PUT ?partNumber=N&uploadId=U`: one part.
+    Part {
+        /// The upload.
+        upload_id: String,
+        /// The part's number, 1 to 10,000.
+        part_number: u32,
+    },
+    /// `POST ?uploadId=U`: complete it from the parts its body lists.
+    Complete {
+        /// The upload.
+        upload_id: String,
+    },
+    /// `DELETE ?uploadId=U`: abort it.
+    Abort {
+        /// The upload.
+        upload_id: String,
+    },
+    /// `GET ?uploadId=U`: list its parts.
+    ListParts {
+        /// The upload.
+        upload_id: String,
+    },
 }
 
 /// One request being routed. Each step returns the route, or `Err` with the
@@ -434,6 +478,9 @@ impl Request<'_> {
             });
         }
         let name = self.decode(Api::Xml, name)?;
+        if let Some(step) = self.multipart_step()? {
+            return Ok(Route::XmlMultipart { bucket, name, step });
+        }
         Ok(match *self.method {
             Method::PUT => Route::XmlPut { bucket, name },
             Method::GET | Method::HEAD => Route::ObjectGet {
@@ -450,6 +497,39 @@ impl Request<'_> {
             },
             _ => self.not_found(Api::Xml),
         })
+    }
+
+    /// The multipart upload step an XML request on an object is, by its query
+    /// (`uploads`, `uploadId`, `partNumber`); `None` for a plain object request.
+    fn multipart_step(&self) -> Result<Option<MultipartStep>, Route> {
+        let upload_id = self.query.get("uploadId").map(str::to_string);
+        let invalid = |message: String| Route::Invalid {
+            api: Api::Xml,
+            status: 400,
+            message,
+        };
+        Ok(Some(match (self.method, upload_id) {
+            (&Method::POST, None) if self.query.get("uploads").is_some() => MultipartStep::Start,
+            (&Method::PUT, Some(upload_id)) => {
+                let number = self.query.get("partNumber").unwrap_or("");
+                let part_number = match number.parse::<u32>() {
+                    Ok(n @ 1..=10_000) => n,
+                    _ => {
+                        return Err(invalid(format!(
+                            "partNumber must be 1 to 10000, got {number:?}"
+                        )));
+                    }
+                };
+                MultipartStep::Part {
+                    upload_id,
+                    part_number,
+                }
+            }
+            (&Method::POST, Some(upload_id)) => MultipartStep::Complete { upload_id },
+            (&Method::DELETE, Some(upload_id)) => MultipartStep::Abort { upload_id },
+            (&Method::GET, Some(upload_id)) => MultipartStep::ListParts { upload_id },
+            _ => return Ok(None),
+        }))
     }
 
     fn not_found(&self, api: Api) -> Route {
@@ -530,6 +610,32 @@ mod tests {
                 upload_id: "x".into()
             }
         );
+        // The XML API's multipart upload steps, by their query.
+        let step = |method, uri| match route(method, uri) {
+            Route::XmlMultipart { step, .. } => step,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            step(Method::POST, "/bkt/a%2Fb?uploads"),
+            MultipartStep::Start
+        );
+        assert_eq!(
+            step(Method::PUT, "/bkt/o?partNumber=2&uploadId=u"),
+            MultipartStep::Part {
+                upload_id: "u".into(),
+                part_number: 2
+            }
+        );
+        assert_eq!(
+            step(Method::POST, "/bkt/o?uploadId=u"),
+            MultipartStep::Complete {
+                upload_id: "u".into()
+            }
+        );
+        assert!(matches!(
+            route(Method::PUT, "/bkt/o?partNumber=0&uploadId=u"),
+            Route::Invalid { status: 400, .. }
+        ));
         // gsutil's resumable route opens a session like the usual one.
         assert_eq!(
             route(
