@@ -54,7 +54,7 @@ use crate::backoff::{Backoff, BackoffConfig};
 use crate::entry::Header;
 use crate::error::StoreError;
 use crate::metrics::{DrainOutcome, WritePath};
-use crate::remote::{Existing, Remote};
+use crate::remote::{Existing, PayloadFile, Remote, StreamError, staging_key};
 use crate::spool::{Claim, ReadError, Spool};
 
 /// Most entries a worker claims and reads in one disk call.
@@ -102,6 +102,14 @@ pub struct DrainerConfig {
     /// Seed for the workers' jitter. `None` (the default) seeds from the operating
     /// system; a simulation sets it so runs repeat exactly.
     pub rng_seed: Option<u64>,
+    /// An entry whose file is larger than this is not read whole: its payload
+    /// streams from disk to the store in parts of `part_bytes`, written to a staging
+    /// name and copied create-if-absent (`remote/streamed.rs`). Default 8 MiB.
+    pub stream_min_bytes: u64,
+    /// The part a streamed entry is sent in, and all a worker holds of it in
+    /// memory. Default 8 MiB (Cloud Storage's XML multipart uploads need parts of at
+    /// least 5 MiB, but for the last). At least 1.
+    pub part_bytes: u64,
 }
 
 impl Default for DrainerConfig {
@@ -112,11 +120,37 @@ impl Default for DrainerConfig {
             min_bytes_per_second: 1 << 20,
             backoff: BackoffConfig::default(),
             rng_seed: None,
+            stream_min_bytes: 8 << 20,
+            part_bytes: 8 << 20,
         }
     }
 }
 
+/// A [`DrainerConfig`] field out of range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("drainer config: {field} must be {expected}")]
+pub struct DrainerConfigError {
+    /// The field.
+    pub field: &'static str,
+    /// What it must be.
+    pub expected: &'static str,
+}
+
 impl DrainerConfig {
+    /// Refuses a configuration the workers cannot run, naming the field.
+    pub fn validate(&self) -> Result<(), DrainerConfigError> {
+        let invalid = |field, expected| Err(DrainerConfigError { field, expected });
+        match self {
+            DrainerConfig { workers: 0, .. } => invalid("workers", "at least 1"),
+            DrainerConfig {
+                min_bytes_per_second: 0,
+                ..
+            } => invalid("min_bytes_per_second", "at least 1"),
+            DrainerConfig { part_bytes: 0, .. } => invalid("part_bytes", "at least 1"),
+            _ => Ok(()),
+        }
+    }
+
     /// How long a drain write of `bytes` may take.
     pub fn write_timeout(&self, bytes: u64) -> Duration {
         let transfer = bytes as f64 / self.min_bytes_per_second.max(1) as f64;
@@ -135,13 +169,21 @@ pub struct Drainer {
 
 impl Drainer {
     /// Starts `config.workers` workers draining `spool` into `remote`.
+    ///
+    /// # Panics
+    ///
+    /// When `config` is refused by [`DrainerConfig::validate`] (a zero that would
+    /// leave the spool undrained): validate it first where it comes from a user.
     pub fn start(spool: Spool, remote: Remote, config: DrainerConfig) -> Drainer {
+        if let Err(e) = config.validate() {
+            panic!("{e}");
+        }
         let (stop, stopped) = watch::channel(false);
         let seed_rng = match config.rng_seed {
             Some(seed) => ChaCha8Rng::seed_from_u64(seed),
             None => ChaCha8Rng::from_os_rng(),
         };
-        let workers = (0..config.workers.max(1))
+        let workers = (0..config.workers)
             .map(|i| {
                 let mut rng = seed_rng.clone();
                 rng.set_stream(i as u64);
@@ -197,10 +239,23 @@ enum Step {
     Done(DrainOutcome),
     Retry(StoreError),
     DeadLetter(String),
+    /// Its payload could not be read from disk while it streamed: counts as a
+    /// failed read of the entry.
+    ReadFailed(String),
+    /// Its payload read back is not what was written.
+    Quarantine(String),
+}
+
+/// An entry's payload as a worker holds it.
+enum Payload {
+    /// Read whole, with its header: an entry up to `stream_min_bytes`.
+    Whole(Bytes),
+    /// Left on disk, streamed part by part: only its header was read.
+    OnDisk,
 }
 
 /// A claimed entry and what reading it gave.
-type ReadAhead = (Claim, Result<(Header, Bytes), ReadError>);
+type ReadAhead = (Claim, Result<(Header, Payload), ReadError>);
 
 struct Worker {
     spool: Spool,
@@ -226,7 +281,7 @@ impl Worker {
                     claims = self.spool.claim_next_batch(
                         read_ahead_entries(self.last_write),
                         READ_AHEAD_BYTES,
-                        self.config.workers.max(1),
+                        self.config.workers,
                     ) => claims,
                 };
                 self.read_ahead(claims).await;
@@ -242,11 +297,24 @@ impl Worker {
         }
     }
 
-    /// Reads claimed entries in one disk call into `ahead`.
+    /// Reads claimed entries in one disk call into `ahead`; an entry over
+    /// `stream_min_bytes` (claimed alone, being over `READ_AHEAD_BYTES`) only its
+    /// header.
     async fn read_ahead(&mut self, claims: Vec<Claim>) {
         debug_assert!(self.ahead.is_empty());
+        if let [claim] = &claims[..]
+            && claim.file_bytes() > self.config.stream_min_bytes
+        {
+            let header = self.spool.read_header(claim).await;
+            let loaded = header.map(|h| (h, Payload::OnDisk));
+            self.ahead.extend(claims.into_iter().zip([loaded]));
+            return;
+        }
         let reads = self.spool.read_batch(&claims).await;
-        self.ahead.extend(claims.into_iter().zip(reads));
+        let loaded = reads
+            .into_iter()
+            .map(|r| r.map(|(h, p)| (h, Payload::Whole(p))));
+        self.ahead.extend(claims.into_iter().zip(loaded));
     }
 
     /// What was read ahead for `claim`, or, when that read failed, a read of the
@@ -256,10 +324,19 @@ impl Worker {
     async fn read_again_if_failed(
         &self,
         claim: &Claim,
-        read: Result<(Header, Bytes), ReadError>,
-    ) -> Result<(Header, Bytes), ReadError> {
+        read: Result<(Header, Payload), ReadError>,
+    ) -> Result<(Header, Payload), ReadError> {
         match read {
-            Err(ReadError::Corrupt(_) | ReadError::Io { .. }) => self.spool.read(claim).await,
+            Err(ReadError::Corrupt(_) | ReadError::Io { .. })
+                if claim.file_bytes() > self.config.stream_min_bytes =>
+            {
+                let header = self.spool.read_header(claim).await;
+                header.map(|h| (h, Payload::OnDisk))
+            }
+            Err(ReadError::Corrupt(_) | ReadError::Io { .. }) => {
+                let read = self.spool.read(claim).await;
+                read.map(|(h, p)| (h, Payload::Whole(p)))
+            }
             other => other,
         }
     }
@@ -269,7 +346,7 @@ impl Worker {
     async fn drain(
         &mut self,
         claim: Claim,
-        read: Result<(Header, Bytes), ReadError>,
+        read: Result<(Header, Payload), ReadError>,
         backoff: &mut Backoff,
     ) -> ControlFlow<()> {
         let (header, payload) = match self.read_again_if_failed(&claim, read).await {
@@ -298,10 +375,12 @@ impl Worker {
             }
         };
         loop {
-            let (step, took) = self.attempt_giving_back_when_slow(&header, &payload).await;
+            let (step, took) = self
+                .attempt_giving_back_when_slow(&claim, &header, &payload)
+                .await;
             self.last_write = match step {
-                Step::Retry(_) => None,
-                Step::Done(_) | Step::DeadLetter(_) => Some(took),
+                Step::Retry(_) | Step::ReadFailed(_) => None,
+                Step::Done(_) | Step::DeadLetter(_) | Step::Quarantine(_) => Some(took),
             };
             let settled = match step {
                 Step::Done(how) => {
@@ -312,6 +391,19 @@ impl Worker {
                     Ok(())
                 }
                 Step::DeadLetter(error) => self.spool.dead_letter(claim, &error).await,
+                Step::Quarantine(reason) => self.spool.quarantine(claim, &reason).await,
+                Step::ReadFailed(error) => {
+                    let failures = self.spool.count_read_failure(claim.seq());
+                    if failures >= crate::spool::UNREADABLE_AFTER {
+                        let reason = format!("unreadable {failures} times in a row: {error}");
+                        self.spool.quarantine(claim, &reason).await
+                    } else {
+                        tracing::warn!(%error, "cannot read a spooled entry's payload; will retry");
+                        drop(claim);
+                        let delay = backoff.next_delay(&mut self.rng);
+                        return self.pause(delay).await;
+                    }
+                }
                 Step::Retry(e) => {
                     self.spool.metrics().drain_retries.inc();
                     let delay = backoff.next_delay(&mut self.rng);
@@ -350,11 +442,21 @@ impl Worker {
     /// that are idle meanwhile.
     async fn attempt_giving_back_when_slow(
         &mut self,
+        claim: &Claim,
         header: &Header,
-        payload: &Bytes,
+        payload: &Payload,
     ) -> (Step, Duration) {
         let started = Instant::now();
-        let writing = attempt(&self.spool, &self.remote, &self.config, header, payload);
+        let writing = async {
+            match payload {
+                Payload::Whole(payload) => {
+                    attempt(&self.spool, &self.remote, &self.config, header, payload).await
+                }
+                Payload::OnDisk => {
+                    attempt_streamed(&self.spool, &self.remote, &self.config, claim, header).await
+                }
+            }
+        };
         tokio::pin!(writing);
         let step = if self.ahead.is_empty() {
             writing.await
@@ -417,6 +519,86 @@ async fn attempt(
     }
 }
 
+/// Streams an entry over `stream_min_bytes` from its file to the store,
+/// create-if-absent (`remote/streamed.rs`), and says what to do next, as [`attempt`].
+async fn attempt_streamed(
+    spool: &Spool,
+    remote: &Remote,
+    config: &DrainerConfig,
+    claim: &Claim,
+    header: &Header,
+) -> Step {
+    let metrics = spool.metrics();
+    let path = spool.entry_path(claim);
+    let file = PayloadFile {
+        disk: &**spool.disk(),
+        path: &path,
+        offset: header.file_bytes() - header.payload_len,
+        len: header.payload_len,
+        crc32c: header.payload_crc32c,
+    };
+    let timeout = config.write_timeout(header.payload_len);
+    let tag = format!(
+        "{}-{}-{:08x}",
+        header.seq, header.created_unix_ms, header.payload_crc32c
+    );
+    let key = staging_key(&header.name, &tag);
+    let started = Instant::now();
+    let part_bytes = config.part_bytes;
+    let result = remote
+        .put_streamed_if_absent(
+            &header.name,
+            &key,
+            file,
+            &header.attributes,
+            part_bytes,
+            timeout,
+        )
+        .await;
+    metrics
+        .drain_write_seconds
+        .observe(started.elapsed().as_secs_f64());
+    let error = match result {
+        Ok(()) => return Step::Done(DrainOutcome::Uploaded),
+        Err(StreamError::Store(e)) => e,
+        Err(e @ StreamError::Read { .. }) => return Step::ReadFailed(e.to_string()),
+        Err(e @ StreamError::Damaged { .. }) => return Step::Quarantine(e.to_string()),
+    };
+    metrics.store_error(WritePath::Drain, error.kind_label());
+    if !matches!(error, StoreError::AlreadyExists { .. }) {
+        return match error.is_retryable() {
+            true => Step::Retry(error),
+            false => Step::DeadLetter(error.to_string()),
+        };
+    }
+    let existing = remote.check_existing_streamed(&header.name, file, part_bytes, timeout);
+    settle_existing(metrics, error, existing.await)
+}
+
+/// What a 412 comes to, once the object there was compared with ours.
+fn settle_existing(
+    metrics: &crate::metrics::Metrics,
+    error: StoreError,
+    existing: Result<Existing, StreamError>,
+) -> Step {
+    let conflict = |detail: String| {
+        let conflict = StoreError::Conflict { detail };
+        metrics.store_error(WritePath::Drain, conflict.kind_label());
+        Step::DeadLetter(conflict.to_string())
+    };
+    match existing {
+        Ok(Existing::Matches) => Step::Done(DrainOutcome::AlreadyPresent),
+        // Deleted since the 412: the next create will succeed.
+        Ok(Existing::Missing) => Step::Retry(error),
+        Ok(Existing::Differs(detail)) => conflict(detail),
+        Ok(Existing::Unverifiable(detail)) => conflict(format!("cannot verify: {detail}")),
+        Err(StreamError::Store(e)) if e.is_retryable() => Step::Retry(e),
+        Err(e @ StreamError::Read { .. }) => Step::ReadFailed(e.to_string()),
+        Err(e @ StreamError::Damaged { .. }) => Step::Quarantine(e.to_string()),
+        Err(e) => conflict(format!("cannot verify: {e}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -442,7 +624,104 @@ mod tests {
                 jitter: Jitter::None,
             },
             rng_seed: Some(7),
+            ..DrainerConfig::default()
         }
+    }
+
+    /// Drains with entries over 1 KiB streamed in parts of 256 bytes.
+    fn streaming(workers: usize) -> DrainerConfig {
+        DrainerConfig {
+            stream_min_bytes: 1024,
+            part_bytes: 256,
+            ..config(workers)
+        }
+    }
+
+    fn large(n: u8) -> Bytes {
+        (0..5_000u32)
+            .map(|i| (i as u8).wrapping_mul(7) ^ n)
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_large_entry_streams_to_the_store_and_leaves_no_staging_object() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        let mut attributes = object_store::Attributes::new();
+        attributes.insert(object_store::Attribute::ContentType, "text/csv".into());
+        spool
+            .put_with("big/a", large(1), &attributes)
+            .await
+            .unwrap();
+        spool.put("small", Bytes::from_static(b"s")).await.unwrap();
+        let store = FlakyStore::new(Mode::Healthy);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), streaming(2));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        let contents = store.contents().await;
+        let names: Vec<&str> = contents.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["big/a", "small"], "a staging object was left");
+        assert!(contents[0].1 == large(1));
+        let path = object_store::path::Path::parse("big/a").unwrap();
+        let read = object_store::ObjectStoreExt::get(&*store.inner, &path)
+            .await
+            .unwrap();
+        let content_type = read.attributes.get(&object_store::Attribute::ContentType);
+        assert_eq!(content_type.unwrap().as_ref(), "text/csv");
+        // The small entry's put and the large one's copy from its staging name.
+        assert_eq!(store.puts(), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_large_entry_already_there_is_settled_by_its_bytes() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        spool.put("same", large(2)).await.unwrap();
+        spool.put("other", large(3)).await.unwrap();
+        let store = FlakyStore::new(Mode::Healthy);
+        let put = |name: &str, bytes: Bytes| {
+            let path = object_store::path::Path::parse(name).unwrap();
+            let store = store.inner.clone();
+            async move {
+                object_store::ObjectStoreExt::put(&*store, &path, bytes.into())
+                    .await
+                    .unwrap()
+            }
+        };
+        put("same", large(2)).await;
+        put("other", large(4)).await;
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), streaming(1));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        assert_eq!(spool.metrics().drained_total(D::AlreadyPresent), 1);
+        assert_eq!(
+            spool.stats().dead_letter_files,
+            1,
+            "other bytes: a conflict"
+        );
+        let contents = store.contents().await;
+        assert_eq!(
+            contents.len(),
+            2,
+            "a staging object was left: {:?}",
+            contents.iter().map(|c| &c.0).collect::<Vec<_>>()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_large_entry_damaged_on_disk_is_quarantined_and_never_lands() {
+        let (spool, disk) = mem_spool(SpoolConfig::default()).await;
+        spool.put("damaged", large(5)).await.unwrap();
+        let entries = &spool.dir().join(crate::layout::ENTRIES_DIR);
+        let listed = disk.list(entries).await.unwrap();
+        disk.corrupt(&entries.join(listed.get(0).unwrap()), |data| {
+            let last = data.len() - 1;
+            data[last] ^= 0xff;
+        });
+        let store = FlakyStore::new(Mode::Healthy);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), streaming(1));
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        assert_eq!(spool.stats().quarantined_files, 1);
+        assert!(store.contents().await.is_empty(), "damaged bytes landed");
     }
 
     async fn fill(spool: &Spool, names: &[&str]) {

@@ -17,6 +17,9 @@ use object_store::{
 };
 
 /// What a [`HookedStore`] does with a write: anything, given the wrapped store.
+/// Besides a put, an object is written by a copy (a streamed write's last step,
+/// `remote/streamed.rs`), and a multipart upload is started: by default those go
+/// to the wrapped store as they are.
 #[async_trait]
 pub trait PutHook: std::fmt::Debug + Send + Sync + 'static {
     /// Answers one `put_opts` of `location`; `inner` is the wrapped store.
@@ -27,6 +30,27 @@ pub trait PutHook: std::fmt::Debug + Send + Sync + 'static {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult>;
+
+    /// Answers one `copy_opts` to `to`.
+    async fn copy(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        from: &ObjectPath,
+        to: &ObjectPath,
+        options: CopyOptions,
+    ) -> object_store::Result<()> {
+        inner.copy_opts(from, to, options).await
+    }
+
+    /// Answers the start of one multipart upload of `location`.
+    async fn put_multipart(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        location: &ObjectPath,
+        opts: PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn MultipartUpload>> {
+        inner.put_multipart_opts(location, opts).await
+    }
 }
 
 /// An object store whose writes go through `H` and whose other calls go straight to
@@ -75,7 +99,7 @@ impl<H: PutHook> ObjectStore for HookedStore<H> {
         location: &ObjectPath,
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.inner.put_multipart_opts(location, opts).await
+        self.hook.put_multipart(&self.inner, location, opts).await
     }
     async fn get_opts(
         &self,
@@ -122,6 +146,6 @@ impl<H: PutHook> ObjectStore for HookedStore<H> {
         to: &ObjectPath,
         options: CopyOptions,
     ) -> object_store::Result<()> {
-        self.inner.copy_opts(from, to, options).await
+        self.hook.copy(&self.inner, from, to, options).await
     }
 }

@@ -29,11 +29,19 @@ pub struct UploaderConfig {
     /// the spool instead of overtaking it. Default off. Strict order also needs a
     /// drainer with one worker.
     pub ordered: bool,
-    /// A streamed object ([`Uploader::upload_staged`]) larger than this is spooled
-    /// without a direct try, because a direct write holds the whole object in
-    /// memory; the drainer delivers it. Default 8 MiB. (`upload_with` always tries:
-    /// its caller already holds the bytes.)
+    /// A streamed object ([`Uploader::upload_staged`]) up to this size is read back
+    /// whole and tried in one request; a larger one streams from its temp file in
+    /// parts of `part_bytes`, to a staging name copied create-if-absent
+    /// (`remote/streamed.rs`), for at most `put_timeout` plus its size at
+    /// `min_bytes_per_second`, and is spooled if that fails. Default 8 MiB.
+    /// (`upload_with` always writes in one request: its caller holds the bytes.)
     pub direct_max_bytes: u64,
+    /// The part a larger streamed object is sent in, and all the write holds of it
+    /// in memory. Default 8 MiB.
+    pub part_bytes: u64,
+    /// The slowest rate a larger streamed object's write is allowed, in bytes per
+    /// second (see `direct_max_bytes`). Default 1 MiB/s. At least 1.
+    pub min_bytes_per_second: u64,
 }
 
 impl Default for UploaderConfig {
@@ -42,6 +50,8 @@ impl Default for UploaderConfig {
             put_timeout: Duration::from_secs(10),
             ordered: false,
             direct_max_bytes: 8 << 20,
+            part_bytes: 8 << 20,
+            min_bytes_per_second: 1 << 20,
         }
     }
 }
@@ -175,8 +185,25 @@ impl Uploader {
         attributes: &Attributes,
     ) -> Result<Outcome, UploadError> {
         let spool_first = self.config.ordered && !self.spool.is_empty();
-        if spool_first || staged.payload_len() > self.config.direct_max_bytes {
+        if spool_first {
             return self.commit_staged(staged, None).await;
+        }
+        if staged.payload_len() > self.config.direct_max_bytes {
+            return match self.write_streamed(&staged, attributes).await {
+                Ok(Direct::Stored) => {
+                    staged.discard().await;
+                    Ok(Outcome::Stored)
+                }
+                Ok(Direct::Spool(e)) => self.commit_staged(staged, Some(e)).await,
+                Ok(Direct::Refused(e)) => {
+                    staged.discard().await;
+                    Err(UploadError::Refused(e))
+                }
+                Err(spool_error) => Err(UploadError::NotSpooled {
+                    store_error: None,
+                    spool_error,
+                }),
+            };
         }
         let payload = match staged.read_payload().await {
             Ok(payload) => payload,
@@ -234,6 +261,57 @@ impl Uploader {
         }
     }
 
+    /// One create-if-absent write of a staged object too large to hold, streamed
+    /// from its temp file, timed and counted, with a 412 proven or refused; `Err`
+    /// when the temp file cannot be read or is damaged (nothing is written then).
+    async fn write_streamed(
+        &self,
+        staged: &Staged,
+        attributes: &Attributes,
+    ) -> Result<Direct, PutError> {
+        let metrics = self.spool.metrics();
+        let file = staged.payload_file();
+        let config = &self.config;
+        let transfer = file.len as f64 / config.min_bytes_per_second.max(1) as f64;
+        let timeout = config.put_timeout + Duration::from_secs_f64(transfer);
+        let tag = format!("direct-{}-{}-{:08x}", staged.seq(), file.len, file.crc32c);
+        let key = crate::remote::staging_key(staged.name(), &tag);
+        let name = staged.name();
+        let started = Instant::now();
+        let result = self
+            .remote
+            .put_streamed_if_absent(name, &key, file, attributes, config.part_bytes, timeout)
+            .await;
+        metrics
+            .upload_direct_seconds
+            .observe(started.elapsed().as_secs_f64());
+        let error = match result {
+            Ok(()) => return Ok(Direct::Stored),
+            Err(e) => stream_failure(staged, e)?,
+        };
+        metrics.store_error(WritePath::Direct, error.kind_label());
+        let error = match error {
+            StoreError::AlreadyExists { .. } => {
+                let existing =
+                    self.remote
+                        .check_existing_streamed(name, file, config.part_bytes, timeout);
+                match existing.await {
+                    Ok(existing) => self.settled(existing, error),
+                    Err(e) => stream_failure(staged, e)?,
+                }
+            }
+            other => other,
+        };
+        Ok(match error {
+            StoreError::AlreadyExists { .. } => Direct::Stored,
+            e if e.is_retryable() => {
+                tracing::debug!(%name, error = %e, "streamed store write failed; spooling");
+                Direct::Spool(e)
+            }
+            e => Direct::Refused(e),
+        })
+    }
+
     /// A direct write was answered "already exists": an earlier try that timed out
     /// may have landed. Returns the original error when the object is proven to be
     /// ours (the caller is told `Stored`), a retryable error when the store cannot
@@ -250,19 +328,27 @@ impl Uploader {
             .check_existing(name, payload, self.config.put_timeout)
             .await
         {
-            Ok(Existing::Matches) => already,
-            Ok(Existing::Missing) => StoreError::Unavailable {
+            Ok(existing) => self.settled(existing, already),
+            Err(e) => e,
+        }
+    }
+
+    /// What a comparison after "already exists" comes to: the original error when
+    /// the object is ours, a retryable error when it has gone, a conflict otherwise.
+    fn settled(&self, existing: Existing, already: StoreError) -> StoreError {
+        match existing {
+            Existing::Matches => already,
+            Existing::Missing => StoreError::Unavailable {
                 status: None,
                 source: object_store::Error::Generic {
                     store: "spool",
                     source: "the object was deleted after answering \"already exists\"".into(),
                 },
             },
-            Ok(Existing::Differs(detail)) => StoreError::Conflict { detail },
-            Ok(Existing::Unverifiable(detail)) => StoreError::Conflict {
+            Existing::Differs(detail) => StoreError::Conflict { detail },
+            Existing::Unverifiable(detail) => StoreError::Conflict {
                 detail: format!("cannot verify: {detail}"),
             },
-            Err(e) => e,
         }
     }
 
@@ -313,6 +399,27 @@ impl Uploader {
         let error = put_refusal(e, None);
         self.spool.metrics().upload(UploadOutcome::of_error(&error));
         error
+    }
+}
+
+/// A streamed write's result as the uploader takes it: the store's answer, or the
+/// temp file's failure (unreadable or damaged: nothing was written, and the object
+/// cannot be spooled from that file either).
+fn stream_failure(staged: &Staged, e: crate::remote::StreamError) -> Result<StoreError, PutError> {
+    use crate::remote::StreamError;
+    match e {
+        StreamError::Store(e) => Ok(e),
+        StreamError::Read { source, .. } => Err(PutError::Io {
+            path: staged.payload_file().path.to_path_buf(),
+            source: std::sync::Arc::new(source),
+        }),
+        StreamError::Damaged { detail, .. } => Err(PutError::Io {
+            path: staged.payload_file().path.to_path_buf(),
+            source: std::sync::Arc::new(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                detail,
+            )),
+        }),
     }
 }
 
@@ -454,19 +561,44 @@ mod tests {
     /// Past `direct_max_bytes` a streamed object is spooled without a direct write,
     /// which would hold it all in memory.
     #[tokio::test]
-    async fn a_streamed_object_over_the_direct_limit_goes_to_the_spool_untried() {
+    async fn a_streamed_object_over_the_direct_limit_streams_to_the_store_create_if_absent() {
+        // Found by review (M8): objects over 8 MiB were spooled without any
+        // create-if-absent check, so a name that held other bytes was answered as
+        // spooled and dead-lettered later, where the relay promises 412.
         let config = UploaderConfig {
             direct_max_bytes: 4,
+            part_bytes: 2,
             ..UploaderConfig::default()
         };
         let (up, spool, store) = setup(Mode::Healthy, config).await;
         let big = staged(&spool, "big", b"12345").await;
         let outcome = up.upload_staged(big, &Attributes::new()).await.unwrap();
-        assert!(matches!(outcome, Outcome::Spooled { .. }));
-        assert_eq!(store.put_attempts.load(Ordering::SeqCst), 0);
-        let small = staged(&spool, "small", b"1234").await;
-        let outcome = up.upload_staged(small, &Attributes::new()).await.unwrap();
         assert_eq!(outcome, Outcome::Stored);
+        assert_eq!(
+            store.contents().await,
+            [("big".to_string(), Bytes::from_static(b"12345"))]
+        );
+        assert_eq!(spool.stats().files + spool.stats().reserved_files, 0);
+        // The same bytes again: stored (proven by the bytes); other bytes: 412.
+        let again = staged(&spool, "big", b"12345").await;
+        assert_eq!(
+            up.upload_staged(again, &Attributes::new()).await.unwrap(),
+            Outcome::Stored
+        );
+        let other = staged(&spool, "big", b"54321").await;
+        let refused = up
+            .upload_staged(other, &Attributes::new())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(refused, UploadError::Refused(StoreError::Conflict { .. })),
+            "{refused}"
+        );
+        // The store down: spooled.
+        store.set_mode(Mode::Down);
+        let down = staged(&spool, "later", b"123456").await;
+        let outcome = up.upload_staged(down, &Attributes::new()).await.unwrap();
+        assert!(matches!(outcome, Outcome::Spooled { .. }));
     }
 
     #[tokio::test]

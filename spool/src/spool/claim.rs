@@ -87,6 +87,7 @@ pub struct Claim {
     spool: Spool,
     seq: u64,
     created_unix_ms: u64,
+    file_bytes: u64,
     file: String,
     settled: bool,
 }
@@ -105,6 +106,12 @@ impl Claim {
     /// The entry's file name in `entries/`.
     pub fn file_name(&self) -> &str {
         &self.file
+    }
+
+    /// The size of the entry's file (header, name, attributes and payload), in
+    /// bytes.
+    pub fn file_bytes(&self) -> u64 {
+        self.file_bytes
     }
 }
 
@@ -164,6 +171,7 @@ impl Spool {
                 spool: self.clone(),
                 seq,
                 created_unix_ms: meta.created_unix_ms,
+                file_bytes: meta.file_bytes,
                 file: meta.file_name(seq),
                 settled: false,
             });
@@ -272,8 +280,41 @@ impl Spool {
         }
     }
 
+    /// Where a claimed entry's file is.
+    pub fn entry_path(&self, claim: &Claim) -> PathBuf {
+        self.inner.entries.path.join(&claim.file)
+    }
+
+    /// Reads and verifies the header of a claimed entry (its format, its checksum,
+    /// that it is the one its file name says, a valid object name), not its
+    /// payload: for an entry too large to hold, whose payload streams from its file
+    /// (checked against the header's crc32c as it does). Counts failed reads in a
+    /// row, as [`Spool::read`] does.
+    pub async fn read_header(&self, claim: &Claim) -> Result<Header, ReadError> {
+        let path = self.entry_path(claim);
+        let longest = crate::entry::head_bytes(
+            crate::name::MAX_NAME_BYTES,
+            crate::entry::MAX_ATTRIBUTE_BYTES,
+        );
+        let read = self.inner.disk.read_range(&path, 0, longest as u64).await;
+        match read {
+            Ok(head) => {
+                if let Some(meta) = self.state().index.get_mut(&claim.seq) {
+                    meta.read_failures = 0;
+                }
+                Ok(layout::verify_header(&claim.file, &head)?)
+            }
+            Err(source) if source.kind() == io::ErrorKind::NotFound => Err(ReadError::Gone(path)),
+            Err(source) => Err(ReadError::Io {
+                path,
+                source,
+                failures: self.count_read_failure(claim.seq),
+            }),
+        }
+    }
+
     /// Counts one more failed read of entry `seq` in a row; returns the count.
-    fn count_read_failure(&self, seq: u64) -> u8 {
+    pub(crate) fn count_read_failure(&self, seq: u64) -> u8 {
         let mut state = self.state();
         state.index.get_mut(&seq).map_or(UNREADABLE_AFTER, |m| {
             m.read_failures = m.read_failures.saturating_add(1);

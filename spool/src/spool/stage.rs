@@ -100,6 +100,24 @@ impl Staged {
         self.payload_crc32c
     }
 
+    /// Its sequence number in the spool (the entry's, once committed).
+    pub fn seq(&self) -> u64 {
+        self.reservation.as_ref().map_or(0, |r| r.seq)
+    }
+
+    /// The payload appended so far, where it is on disk (for a write that streams
+    /// it to the store, `remote/streamed.rs`).
+    pub fn payload_file(&self) -> crate::remote::PayloadFile<'_> {
+        let head_len = entry::head_bytes(self.name.len(), self.attributes.len());
+        crate::remote::PayloadFile {
+            disk: &*self.spool.inner.disk,
+            path: &self.tmp,
+            offset: head_len as u64,
+            len: self.payload_len,
+            crc32c: self.payload_crc32c,
+        }
+    }
+
     /// Appends the next piece of the payload, after taking room for it. Nothing is
     /// synced until [`Staged::commit`]. After an error the entry cannot be
     /// committed; drop it.

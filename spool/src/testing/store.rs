@@ -199,15 +199,17 @@ fn connection_refused() -> object_store::Error {
     }
 }
 
-#[async_trait]
-impl PutHook for Flakiness {
-    async fn put(
+impl Flakiness {
+    /// One write of `location` (`write` does it on the wrapped store), answered as
+    /// the mode, the poison, failing and slow prefixes say, and counted.
+    async fn write<T, F>(
         &self,
-        inner: &Arc<dyn ObjectStore>,
         location: &ObjectPath,
-        payload: PutPayload,
-        opts: PutOptions,
-    ) -> object_store::Result<PutResult> {
+        write: impl FnOnce() -> F,
+    ) -> object_store::Result<T>
+    where
+        F: Future<Output = object_store::Result<T>>,
+    {
         self.put_attempts.fetch_add(1, Ordering::SeqCst);
         self.attempted.notify_waiters();
         let forbidden = || object_store::Error::PermissionDenied {
@@ -227,25 +229,71 @@ impl PutHook for Flakiness {
         let mode = *self.mode.lock().unwrap();
         match mode {
             Mode::Healthy => {
-                let result = inner.put_opts(location, payload, opts).await?;
+                let result = write().await?;
                 self.count_put();
                 Ok(result)
             }
             Mode::Down => Err(connection_refused()),
             Mode::Forbidden => Err(forbidden()),
             Mode::CommitThenFail => {
-                inner.put_opts(location, payload, opts).await?;
+                write().await?;
                 Err(connection_refused())
             }
             Mode::Hang => std::future::pending().await,
             Mode::Gated => {
                 let permit = self.gate.acquire().await.expect("the gate is never closed");
                 permit.forget();
-                let result = inner.put_opts(location, payload, opts).await?;
+                let result = write().await?;
                 self.count_put();
                 Ok(result)
             }
         }
+    }
+}
+
+/// Puts and copies (the last step of a streamed write) are writes, answered as the
+/// mode says; the start of a multipart upload fails while the store is down or
+/// forbids writes, and goes through otherwise.
+#[async_trait]
+impl PutHook for Flakiness {
+    async fn put(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        location: &ObjectPath,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> object_store::Result<PutResult> {
+        self.write(location, || inner.put_opts(location, payload, opts))
+            .await
+    }
+
+    async fn copy(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        from: &ObjectPath,
+        to: &ObjectPath,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.write(to, || inner.copy_opts(from, to, options)).await
+    }
+
+    async fn put_multipart(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        location: &ObjectPath,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        match *self.mode.lock().unwrap() {
+            Mode::Down => return Err(connection_refused()),
+            Mode::Forbidden => {
+                return Err(object_store::Error::PermissionDenied {
+                    path: location.to_string(),
+                    source: "forbidden".into(),
+                });
+            }
+            _ => {}
+        }
+        inner.put_multipart_opts(location, opts).await
     }
 }
 

@@ -27,7 +27,14 @@ use object_store::{
 use crate::error::StoreError;
 use crate::name::InvalidName;
 
-/// The object store the spool writes to.
+mod streamed;
+
+pub use streamed::{PayloadFile, STAGING_PREFIX, StreamError, staging_key};
+
+/// The object store the spool writes to. Objects up to a caller's threshold go in
+/// one request ([`Remote::put_if_absent`]); larger ones stream from a file on the
+/// spool's disk with memory bounded by one part ([`Remote::put_streamed_if_absent`],
+/// `streamed.rs`).
 #[derive(Debug, Clone)]
 pub struct Remote {
     store: Arc<dyn ObjectStore>,
