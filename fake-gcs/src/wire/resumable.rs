@@ -46,7 +46,9 @@ pub enum ChunkRange {
 }
 
 /// Parses `bytes A-B/T`, `bytes A-B/*`, `bytes A-*/T`, `bytes A-*/*`, `bytes */T` or
-/// `bytes */*`.
+/// `bytes */*`. A range is within its total when one is given (RFC 7233: the
+/// complete length is more than the last byte): `B < T`, and `A <= T` for `A-*` and
+/// the empty `A-(A-1)`; any other is refused (`None`).
 pub fn parse_content_range(value: &str) -> Option<ContentRange> {
     let rest = value.trim().strip_prefix("bytes")?.trim_start();
     let (range, total) = rest.split_once('/')?;
@@ -73,7 +75,12 @@ pub fn parse_content_range(value: &str) -> Option<ContentRange> {
             }
         }
     };
-    Some(ContentRange { range, total })
+    let within = match (range, total) {
+        (ChunkRange::Bytes(_, last), Some(total)) => last < total,
+        (ChunkRange::From(first) | ChunkRange::EmptyAt(first), Some(total)) => first <= total,
+        _ => true,
+    };
+    within.then_some(ContentRange { range, total })
 }
 
 /// Cloud Storage's answer to a request whose bytes start after those received.
@@ -137,6 +144,14 @@ impl<T> Session<T> {
         max_bytes: u64,
     ) -> Result<Progress, Rejection> {
         let chunk = self.chunk(content_range, data.len() as u64)?;
+        if let (Some(last), Some(total)) = (chunk.last, chunk.total)
+            && last >= total
+        {
+            // Refused before its bytes are taken.
+            return Err(Rejection::invalid(format!(
+                "The body ends at byte {last}, past the total {total}."
+            )));
+        }
         if let Some(last) = chunk.last {
             self.append(chunk.first, last, data, max_bytes)?;
         }
@@ -404,6 +419,35 @@ mod tests {
         // A range that cannot be counted is refused, not overflowed.
         assert_eq!(cr("bytes 0-18446744073709551615/*"), None);
         assert_eq!(cr("items 0-1/2"), None);
+    }
+
+    #[test]
+    fn a_range_past_its_total_is_refused() {
+        // Found by the content_range fuzz target: `bytes 4-5/0` parsed, a range whose
+        // last byte is past the object's complete length (RFC 7233 calls it
+        // invalid); the session then took its bytes before refusing the request.
+        for past in [
+            "bytes 4-5/0",
+            "bytes 0-99/50",
+            "bytes 0-5/5",
+            "bytes 6-*/5",
+            "bytes 6-5/5",
+        ] {
+            assert_eq!(parse_content_range(past), None, "{past}");
+        }
+        let cr = |s| parse_content_range(s).map(|c: ContentRange| (c.range, c.total));
+        assert_eq!(cr("bytes 0-4/5"), Some((ChunkRange::Bytes(0, 4), Some(5))));
+        assert_eq!(cr("bytes 5-*/5"), Some((ChunkRange::From(5), Some(5))));
+        assert_eq!(cr("bytes 5-4/5"), Some((ChunkRange::EmptyAt(5), Some(5))));
+        let mut s = session();
+        assert!(s.accept(Some("bytes 0-5/5"), b"abcdef", 100).is_err());
+        assert_eq!(s.received(), 0, "a refused request's bytes were taken");
+        assert!(s.accept(Some("bytes 0-*/5"), b"abcdef", 100).is_err());
+        assert_eq!(s.received(), 0, "a refused request's bytes were taken");
+        assert_eq!(
+            s.accept(Some("bytes 0-*/5"), b"abcde", 100),
+            Ok(Progress::Complete)
+        );
     }
 
     fn session() -> Session<()> {
