@@ -346,11 +346,18 @@ impl Request<'_> {
             return self.json_api(rest);
         }
         // The JSON API's other paths (projects, batch, ...) are never objects of
-        // the XML API in a bucket named `storage`, `upload` or `download`.
-        let json_prefixes = ["/storage/v1", "/upload/storage/v1", "/download/storage/v1"];
-        if json_prefixes.iter().any(|p| {
-            path.strip_prefix(p)
-                .is_some_and(|r| r.is_empty() || r.starts_with('/'))
+        // the XML API in a bucket named `storage`, `upload` or `download`, however
+        // their segments are spelled (`%76%31` is `v1`).
+        let json_prefixes: [&[&str]; 3] = [
+            &["storage", "v1"],
+            &["upload", "storage", "v1"],
+            &["download", "storage", "v1"],
+        ];
+        let segments: Vec<Option<String>> =
+            path.split('/').skip(1).take(3).map(decode_path).collect();
+        if json_prefixes.iter().any(|prefix| {
+            prefix.len() <= segments.len()
+                && (prefix.iter().zip(&segments)).all(|(p, s)| s.as_deref() == Some(*p))
         }) {
             return Ok(self.not_found(Api::Json));
         }
@@ -736,6 +743,41 @@ mod tests {
             };
             assert_eq!(status, expected, "{uri}: {got:?}");
         }
+    }
+
+    #[test]
+    fn a_json_api_path_spelled_with_percent_escapes_is_not_an_xml_object() {
+        // Found by the route fuzz target: `/storage/%76%31` routed as the XML object
+        // `v1` in bucket `storage`, while the same name encoded as a client encodes
+        // it (`/storage/v1`) is the JSON API's 404; `%76` is `v` (RFC 3986: an
+        // escaped unreserved character is the character).
+        for path in [
+            "/storage/%76%31",
+            "/%73torage/v1/x",
+            "/upload/storage/%76%31",
+            "/download/%73torage/v1",
+        ] {
+            assert!(
+                matches!(
+                    route(Method::PUT, path),
+                    Route::Invalid {
+                        status: 404,
+                        api: Api::Json,
+                        ..
+                    }
+                ),
+                "{path}: {:?}",
+                route(Method::PUT, path)
+            );
+        }
+        // An escaped slash is part of a name, not a separator.
+        assert_eq!(
+            route(Method::PUT, "/storage/v1%2Fb"),
+            Route::XmlPut {
+                bucket: "storage".into(),
+                name: "v1/b".into()
+            }
+        );
     }
 
     #[test]
