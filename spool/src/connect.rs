@@ -153,6 +153,43 @@ mod tests {
         assert!(err.to_string().contains("absolute"), "{err}");
     }
 
+    #[tokio::test]
+    async fn a_large_object_streams_into_a_local_directory_create_if_absent() {
+        use crate::disk::Disk as _;
+        let root = tempfile::tempdir().unwrap();
+        let store = store_from_url(&format!("file://{}", root.path().display()), None).unwrap();
+        let remote = crate::Remote::new(store);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("payload");
+        let data: Vec<u8> = (0..10_000u32).map(|i| i as u8).collect();
+        crate::StdDisk
+            .create_synced(&path, data.clone().into())
+            .await
+            .unwrap();
+        let file = crate::remote::PayloadFile {
+            disk: &crate::StdDisk,
+            path: &path,
+            offset: 0,
+            len: data.len() as u64,
+            crc32c: crc32c::crc32c(&data),
+        };
+        let timeout = std::time::Duration::from_secs(10);
+        let attributes = object_store::Attributes::new();
+        let put = remote.put_streamed_if_absent("a/b", "k", file, &attributes, 1000, timeout);
+        put.await.unwrap();
+        assert_eq!(std::fs::read(root.path().join("a/b")).unwrap(), data);
+        let staging = root.path().join(crate::remote::STAGING_PREFIX);
+        let left = std::fs::read_dir(&staging).map_or(0, |d| d.count());
+        assert_eq!(left, 0, "a staging file was left");
+        let again = remote.put_streamed_if_absent("a/b", "k", file, &attributes, 1000, timeout);
+        assert!(matches!(
+            again.await,
+            Err(crate::remote::StreamError::Store(
+                crate::StoreError::AlreadyExists { .. }
+            ))
+        ));
+    }
+
     #[test]
     fn an_emulator_endpoint_gives_a_store_without_credentials() {
         assert!(store_from_url("gs://bkt", Some("127.0.0.1:4443")).is_ok());
@@ -181,11 +218,31 @@ impl crate::hooked::PutHook for SyncedPuts {
         opts: object_store::PutOptions,
     ) -> object_store::Result<object_store::PutResult> {
         let result = inner.put_opts(location, payload, opts).await?;
+        self.synced(location).await?;
+        Ok(result)
+    }
+
+    /// A copy (the last step of a streamed write) is made durable as a put is.
+    async fn copy(
+        &self,
+        inner: &Arc<dyn ObjectStore>,
+        from: &object_store::path::Path,
+        to: &object_store::path::Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        inner.copy_opts(from, to, options).await?;
+        self.synced(to).await
+    }
+}
+
+impl SyncedPuts {
+    /// fsyncs the file at `location` and its directories up to the root.
+    async fn synced(&self, location: &object_store::path::Path) -> object_store::Result<()> {
         let file = self.local.path_to_filesystem(location)?;
         let root = self.root.clone();
         let synced = tokio::task::spawn_blocking(move || sync_file_and_dirs(&file, &root)).await;
         match synced {
-            Ok(Ok(())) => Ok(result),
+            Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(object_store::Error::Generic {
                 store: "LocalFileSystem",
                 source: Box::new(e),
