@@ -8,7 +8,14 @@
 //! - `oversized`: 16 uploads declaring 3 GiB that send 8 MiB and go away, and 16
 //!   XML `PUT`s over the relay's `--max-object-bytes`;
 //! - `lying`: 16 requests whose body is half its `Content-Length`, then a close;
-//! - `big`: two 1 GiB media uploads at once, generated as they are sent.
+//! - `big`: two 1 GiB media uploads at once, generated as they are sent;
+//! - `drain`: on a second relay with the default flags but `--max-bytes 20GiB`
+//!   (the spool must hold them: `--max-object-bytes` defaults to what it holds),
+//!   four media uploads of 4 GiB (`RELAY_LOAD_DRAIN_GIB`) while the fake fails
+//!   every write, so that all four are spooled; then the fake heals and the
+//!   relay's four drain workers stream them out (`remote/streamed.rs`). Its peak
+//!   RSS is sampled during the drain alone, against the budget of 256 MiB, and
+//!   each object's size and crc32c in the fake are checked against what was sent.
 //!
 //! A sampler reads the relay's `/proc/PID/status` (`VmRSS`, `VmHWM`) and counts
 //! `/proc/PID/fd` every 50 ms. At the end the spool must drain, `spool_broken` stay
@@ -75,6 +82,10 @@ fn main() {
     runtime.block_on(drained(&http, &metrics));
     let (rss_peak, fds_peak) = peaks.stop();
     print_table(&rows, rss_peak, fds_peak);
+    let gib: u64 = std::env::var("RELAY_LOAD_DRAIN_GIB").map_or(4, |v| v.parse().unwrap());
+    if gib > 0 {
+        runtime.block_on(large_drain(&http, &relay_bin, &fake, &scratch, gib));
+    }
     if let Ok(baseline) = std::env::var("RELAY_LOAD_BASELINE") {
         compare(
             &runtime,
@@ -263,6 +274,75 @@ async fn big(http: &reqwest::Client, base: &str) -> (Vec<u16>, u64) {
     (statuses, 2 * GIB)
 }
 
+/// A 4 GiB object's bytes: `i`'s 4 MiB pieces, generated as they are sent.
+fn large_piece(object: u8, i: u64) -> Bytes {
+    Bytes::from(vec![(i as u8) ^ object.wrapping_mul(37); 4 << 20])
+}
+
+/// The `drain` phase (see the module doc).
+async fn large_drain(http: &reqwest::Client, relay_bin: &Path, fake: &Process, scratch: &Path, gib: u64) {
+    const OBJECTS: u8 = 4;
+    let pieces = gib * 256;
+    let dir = scratch.join("drain-spool");
+    let endpoint = format!("http://{}", fake.addr);
+    let args = [
+        "--dir", dir.to_str().unwrap(), "--upstream", &format!("gs://{BUCKET}"), "--endpoint",
+        &endpoint, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--max-bytes", "20GiB",
+    ];
+    let relay = Process::start(relay_bin, &args, "addr");
+    let base = format!("http://{}", relay.addr);
+    let faults = format!("http://{}/_fake/faults", fake.addr);
+    let outage = "[[fault]]\nops = \"writes\"\nmix = { \"503\" = 1.0 }\n";
+    let added = http.post(&faults).body(outage).send().await.unwrap();
+    assert!(added.status().is_success(), "{:?}", added.text().await);
+    let started = Instant::now();
+    let uploads = (0..OBJECTS).map(|object| {
+        let url = media_url(&base, &format!("drain/{object}"));
+        let body = futures::stream::iter(
+            (0..pieces).map(move |i| Ok::<_, std::io::Error>(large_piece(object, i))),
+        );
+        let request = http
+            .post(url)
+            .header("content-length", gib << 30)
+            .body(reqwest::Body::wrap_stream(body));
+        tokio::spawn(async move {
+            let answer = request.send().await.unwrap();
+            let outcome = answer.headers().get("x-spool-outcome").cloned();
+            (answer.status().as_u16(), outcome)
+        })
+    });
+    for answer in futures::future::join_all(uploads).await {
+        let (status, outcome) = answer.unwrap();
+        assert_eq!((status, outcome.as_ref().map(|o| o.to_str().unwrap())), (200, Some("spooled")));
+    }
+    let uploaded = started.elapsed();
+    let sampler = Sampler::start(relay.child.id());
+    let started = Instant::now();
+    http.delete(&faults).send().await.unwrap();
+    let metrics = format!("http://{}/metrics", relay.metrics);
+    drained(http, &metrics).await;
+    let drain = started.elapsed();
+    let rss_during_drain = sampler.stop_rss_max();
+    for object in 0..OBJECTS {
+        let crc = (0..pieces).fold(0, |crc, i| crc32c::crc32c_append(crc, &large_piece(object, i)));
+        let url = format!("http://{}/storage/v1/b/{BUCKET}/o/drain%2F{object}", fake.addr);
+        let text = http.get(url).send().await.unwrap().text().await.unwrap();
+        let resource: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(resource["size"], (gib << 30).to_string(), "{resource}");
+        let crc = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, crc.to_be_bytes());
+        assert_eq!(resource["crc32c"], crc, "drain/{object}: {resource}");
+    }
+    println!(
+        "\n'drain': {OBJECTS} objects of {gib} GiB spooled in {:.0} s, drained by 4 workers in {:.0} s \
+         ({:.0} MB/s); relay peak RSS while draining {:.0} MiB (budget 256 MiB); every object \
+         in the fake with its size and crc32c",
+        uploaded.as_secs_f64(),
+        drain.as_secs_f64(),
+        (u64::from(OBJECTS) * (gib << 30)) as f64 / drain.as_secs_f64() / 1e6,
+        rss_during_drain as f64 / 1024.0,
+    );
+}
+
 /// Waits until the relay's spool is empty; fails if it breaks or never drains.
 async fn drained(http: &reqwest::Client, metrics: &str) {
     let started = Instant::now();
@@ -434,6 +514,8 @@ impl Drop for Process {
 struct Sampler {
     stop: Arc<AtomicBool>,
     fds: Arc<AtomicU64>,
+    /// The largest `VmRSS` sampled (KiB).
+    rss: Arc<AtomicU64>,
     pid: u32,
     thread: std::thread::JoinHandle<()>,
 }
@@ -444,20 +526,33 @@ impl Sampler {
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicU64::new(0)),
         );
-        let (stop_seen, fds_seen) = (stop.clone(), fds.clone());
+        let rss = Arc::new(AtomicU64::new(0));
+        let (stop_seen, fds_seen, rss_seen) = (stop.clone(), fds.clone(), rss.clone());
         let thread = std::thread::spawn(move || {
             while !stop_seen.load(Ordering::Relaxed) {
                 let open = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count);
                 fds_seen.fetch_max(open as u64, Ordering::Relaxed);
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let now = status_kib(&status, "VmRSS:");
+                rss_seen.fetch_max(now, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
         Sampler {
             stop,
             fds,
+            rss,
             pid,
             thread,
         }
+    }
+
+    /// Stops sampling: the largest RSS sampled since it started, in KiB (unlike
+    /// `VmHWM`, not what came before).
+    fn stop_rss_max(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap();
+        self.rss.load(Ordering::Relaxed)
     }
 
     /// Stops sampling: (peak RSS in KiB, from the kernel's `VmHWM`; peak descriptors).
@@ -465,12 +560,17 @@ impl Sampler {
         self.stop.store(true, Ordering::Relaxed);
         self.thread.join().unwrap();
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).unwrap();
-        let hwm = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0);
+        let hwm = status_kib(&status, "VmHWM:");
         let _ = std::io::stdout().flush();
         (hwm, self.fds.load(Ordering::Relaxed))
     }
+}
+
+/// A `/proc/PID/status` field in KiB (0 when absent).
+fn status_kib(status: &str, field: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }

@@ -177,7 +177,26 @@ pub(crate) struct XmlUpload {
     pub(crate) name: String,
     pub(crate) content_type: Cow<'static, str>,
     pub(crate) attributes: ObjectAttributes,
-    pub(crate) parts: BTreeMap<u32, Bytes>,
+    pub(crate) parts: BTreeMap<u32, XmlPart>,
+}
+
+/// One part of an XML multipart upload: its digests and length, and its bytes when
+/// the fake keeps bytes (a fake that drops them holds no upload in memory).
+#[derive(Debug)]
+pub(crate) struct XmlPart {
+    pub(crate) bytes: Option<Bytes>,
+    pub(crate) len: u64,
+    pub(crate) digests: Digests,
+}
+
+/// An object as the state records it, without its bytes.
+pub(crate) struct Described {
+    pub(crate) name: String,
+    pub(crate) size: u64,
+    pub(crate) digests: Digests,
+    pub(crate) content_type: Cow<'static, str>,
+    pub(crate) attributes: ObjectAttributes,
+    pub(crate) component_count: Option<NonZeroU32>,
 }
 
 pub(crate) struct NewObject {
@@ -220,11 +239,33 @@ impl State {
         now_ms: u64,
         keep_bytes: bool,
     ) -> ObjectRecord {
+        let size = object.data.len() as u64;
+        let data = keep_bytes.then_some(object.data);
+        let described = Described {
+            name: object.name,
+            size,
+            digests: object.digests,
+            content_type: object.content_type,
+            attributes: object.attributes,
+            component_count: object.component_count,
+        };
+        self.commit_described(bucket, described, data, now_ms)
+    }
+
+    /// Stores a new generation of an object known by its description (and its
+    /// bytes, when they are kept).
+    pub(crate) fn commit_described(
+        &mut self,
+        bucket: &str,
+        object: Described,
+        data: Option<Bytes>,
+        now_ms: u64,
+    ) -> ObjectRecord {
         let generation = self.next_generation(now_ms);
         let record = ObjectRecord {
             name: object.name,
             generation,
-            size: object.data.len() as u64,
+            size: object.size,
             crc32c: object.digests.crc32c,
             md5: object.digests.md5,
             created_unix_ms: now_ms,
@@ -232,7 +273,7 @@ impl State {
             attributes: object.attributes.boxed(),
             component_count: object.component_count,
         };
-        let (key, stored) = StoredObject::new(record.clone(), keep_bytes.then_some(object.data));
+        let (key, stored) = StoredObject::new(record.clone(), data);
         let b = self.buckets.entry(bucket.to_string());
         b.or_insert_with(|| Bucket::new(now_ms))
             .objects

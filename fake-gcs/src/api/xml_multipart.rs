@@ -15,7 +15,7 @@ use std::num::NonZeroU32;
 use bytes::{Bytes, BytesMut};
 
 use super::{Ctx, Served};
-use crate::fake::{NewObject, XmlUpload};
+use crate::fake::{Described, XmlPart, XmlUpload};
 use crate::wire::{
     self, Digests, MultipartStep, ObjectAttributes, Preconditions, Rejection, Reply, header,
     md5_hex,
@@ -87,25 +87,25 @@ impl Ctx<'_> {
         number: u32,
         data: Bytes,
     ) -> Result<Served, Rejection> {
-        let upload = self
-            .state
-            .xml_uploads
-            .get_mut(upload_id)
-            .ok_or_else(no_upload)?;
-        let etag = format!("\"{}\"", md5_hex(&Digests::of(&data).md5));
-        upload.parts.insert(number, data);
+        let keep_bytes = self.fake.inner.keep_bytes;
+        let upload = self.state.xml_uploads.get_mut(upload_id);
+        let upload = upload.ok_or_else(no_upload)?;
+        let digests = Digests::of(&data);
+        let etag = format!("\"{}\"", md5_hex(&digests.md5));
+        let part = XmlPart {
+            len: data.len() as u64,
+            bytes: keep_bytes.then_some(data),
+            digests,
+        };
+        upload.parts.insert(number, part);
         Ok(Reply::new(200).header("etag", etag).into())
     }
 
     fn multipart_complete(&mut self, upload_id: &str, body: &[u8]) -> Result<Served, Rejection> {
         let listed = listed_parts(body)?;
-        let upload = self
-            .state
-            .xml_uploads
-            .get(upload_id)
-            .ok_or_else(no_upload)?;
-        let mut data = BytesMut::new();
-        let mut last = 0;
+        let upload = self.state.xml_uploads.get(upload_id).ok_or_else(no_upload)?;
+        let mut data = Some(BytesMut::new());
+        let (mut size, mut crc32c, mut last) = (0u64, 0u32, 0u32);
         for (number, etag) in &listed {
             let part = upload.parts.get(number).filter(|_| *number > last);
             let part = part.ok_or_else(|| {
@@ -114,31 +114,35 @@ impl Ctx<'_> {
                      ascending order."
                 ))
             })?;
-            let want = md5_hex(&Digests::of(part).md5);
-            if etag.trim_matches('"') != want {
+            if etag.trim_matches('"') != md5_hex(&part.digests.md5) {
                 return Err(Rejection::invalid(format!(
                     "InvalidPart: the ETag of part {number} is not that of its bytes."
                 )));
             }
-            data.extend_from_slice(part);
+            crc32c = crc32c::crc32c_combine(crc32c, part.digests.crc32c, part.len as usize);
+            size += part.len;
+            data = data.zip(part.bytes.as_ref()).map(|(mut all, bytes)| {
+                all.extend_from_slice(bytes);
+                all
+            });
             last = *number;
         }
         let components = NonZeroU32::new(listed.len() as u32)
             .ok_or_else(|| Rejection::invalid("MalformedXML: no part is listed."))?;
         let upload = self.state.xml_uploads.remove(upload_id).expect("found");
-        let data = data.freeze();
-        let object = NewObject {
+        let data = data.map(BytesMut::freeze);
+        // A composite has no MD5 of its own (its resource shows none).
+        let md5 = data.as_ref().map_or([0; 16], |d| Digests::of(d).md5);
+        let object = Described {
             name: upload.name,
-            digests: Digests::of(&data),
-            data,
+            size,
+            digests: Digests { crc32c, md5 },
             content_type: upload.content_type,
             attributes: upload.attributes,
             component_count: Some(components),
         };
-        let (now_ms, keep_bytes) = (self.now_ms, self.fake.inner.keep_bytes);
-        let record = self
-            .state
-            .commit(&upload.bucket, object, now_ms, keep_bytes);
+        let now_ms = self.now_ms;
+        let record = self.state.commit_described(&upload.bucket, object, data, now_ms);
         self.state.stats.objects_committed += 1;
         let body = format!(
             "<?xml version='1.0' encoding='UTF-8'?><CompleteMultipartUploadResult \
@@ -166,11 +170,11 @@ impl Ctx<'_> {
             .get(upload_id)
             .ok_or_else(no_upload)?;
         let parts: String = (upload.parts.iter())
-            .map(|(number, data)| {
-                let etag = md5_hex(&Digests::of(data).md5);
+            .map(|(number, part)| {
+                let etag = md5_hex(&part.digests.md5);
                 format!(
                     "<Part><PartNumber>{number}</PartNumber><ETag>\"{etag}\"</ETag><Size>{}</Size></Part>",
-                    data.len()
+                    part.len
                 )
             })
             .collect();
