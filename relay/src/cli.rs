@@ -97,6 +97,11 @@ pub struct Args {
     /// that is the default. Bodies stream to disk: this bounds disk, not memory.
     #[arg(long, value_name = "SIZE")]
     pub max_object_bytes: Option<ByteSize>,
+    /// Bytes of uploads up to 8 MiB held in memory in all while they arrive and are
+    /// tried upstream (they need no room in the spool unless the upstream fails
+    /// them); past it, uploads are staged in the spool as they arrive. 0 stages all.
+    #[arg(long, value_name = "SIZE", default_value = "64MiB")]
+    pub max_buffered_bytes: ByteSize,
     /// Resumable sessions open at once (one more is refused with 503).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub max_sessions: usize,
@@ -402,6 +407,7 @@ impl Args {
             max_sessions: self.max_sessions,
             max_session_bytes: self.max_session_bytes.as_u64(),
             retry_after: self.retry_after,
+            max_buffered_bytes: self.max_buffered_bytes.as_u64(),
             ..RelayConfig::new(bucket)
         }
     }

@@ -68,6 +68,12 @@ pub struct RelayConfig {
     /// `Retry-After` on a 503 (the spool is full, or not taking writes now), in whole
     /// seconds, rounded up (at least 1). Default 1 s.
     pub retry_after: Duration,
+    /// Bytes of uploads up to the uploader's `direct_max_bytes` held in memory, in
+    /// all, while they arrive and are tried in the store: such an upload needs no
+    /// room in the spool unless the store fails it. Past it, uploads are staged in
+    /// the spool as they arrive. Default 64 MiB; at most 4 GiB; 0 stages every
+    /// upload.
+    pub max_buffered_bytes: u64,
 }
 
 /// A [`RelayConfig`] that does not hold together, naming the field.
@@ -110,6 +116,7 @@ impl RelayConfig {
             session_ttl: Duration::from_secs(7 * 24 * 3600),
             session_id_seed: None,
             retry_after: Duration::from_secs(1),
+            max_buffered_bytes: 64 << 20,
         }
     }
 
@@ -128,6 +135,9 @@ impl RelayConfig {
         }
         if self.session_ttl.is_zero() {
             return invalid("session_ttl", "longer than 0");
+        }
+        if self.max_buffered_bytes > u64::from(u32::MAX) {
+            return invalid("max_buffered_bytes", "at most 4 GiB");
         }
         let largest = spool.max_bytes.saturating_sub(MAX_ENTRY_HEAD_BYTES);
         match self.max_object_bytes {
@@ -167,6 +177,8 @@ struct Inner {
     /// The last generation handed out: generations are the clock's microseconds,
     /// strictly increasing.
     last_generation: Mutex<i64>,
+    /// What is left of `max_buffered_bytes`, one permit a byte.
+    buffers: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -197,6 +209,7 @@ impl Relay {
             max_session_bytes: config.max_session_bytes,
             ttl: config.session_ttl,
         };
+        let max_buffered_bytes = config.max_buffered_bytes;
         let sessions = SessionStore::new(
             spool.disk().clone(),
             spool.dir(),
@@ -214,6 +227,7 @@ impl Relay {
                 metrics: RelayMetrics::default(),
                 sessions: Arc::new(sessions),
                 last_generation: Mutex::new(0),
+                buffers: Arc::new(tokio::sync::Semaphore::new(max_buffered_bytes as usize)),
             }),
         })
     }
@@ -249,6 +263,26 @@ impl Relay {
 
     pub(crate) fn spool(&self) -> &Spool {
         self.inner.uploader.spool()
+    }
+
+    /// Takes `bytes` more of the in-memory buffer budget into `held`, if that
+    /// much is left.
+    pub(crate) fn buffer(
+        &self,
+        held: &mut Option<tokio::sync::OwnedSemaphorePermit>,
+        bytes: usize,
+    ) -> bool {
+        let Ok(bytes) = u32::try_from(bytes) else {
+            return false;
+        };
+        let Ok(more) = self.inner.buffers.clone().try_acquire_many_owned(bytes) else {
+            return false;
+        };
+        match held {
+            Some(held) => held.merge(more),
+            None => *held = Some(more),
+        }
+        true
     }
 
     /// Whether the relay takes uploads now (what `/readyz` answers): `Err` says why

@@ -380,7 +380,8 @@ impl Relay {
                 return Ok(reply);
             }
         }
-        self.finish_streamed(base, upload, staged, hashing, &attributes)
+        let sink = crate::upload::Sink::Staged(staged);
+        self.finish_streamed(base, upload, sink, hashing, &attributes)
             .await
     }
 

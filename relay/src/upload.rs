@@ -1,15 +1,19 @@
 //! Uploads whose request body is the object, or holds it (JSON media and multipart,
-//! XML `PUT`), streamed into the spool as they arrive: the upload's head is parsed,
-//! checked ([`Relay::admit`]) and staged in the spool ([`spool::Spool::stage`])
-//! before a byte of the body is read, so a full spool refuses at once; each piece is
-//! hashed and appended to the staged entry; the declared digests are checked; then
-//! the uploader tries the store or keeps the entry ([`spool::Uploader::upload_staged`]).
+//! XML `PUT`): the upload's head is parsed and checked ([`Relay::admit`], the name
+//! and attributes the spool takes) before a byte of the body is read; each piece is
+//! hashed and kept where [`Sink`] says; the declared digests are checked; then the
+//! uploader tries the store and spools the object if that fails retryably.
 //!
-//! Memory per upload is one piece ([`crate::body::PIECE_BYTES`]) while the bytes
-//! arrive, and the object itself only for a direct try of an object up to the
-//! uploader's `direct_max_bytes`.
+//! Where the bytes wait while they arrive ([`Sink`]): an object up to the
+//! uploader's `direct_max_bytes` (8 MiB) in memory, within the relay's
+//! [`RelayConfig::max_buffered_bytes`](crate::RelayConfig::max_buffered_bytes) in
+//! all, so that an upload the store takes never needs the spool's room (a stalled
+//! one held another client's upload out of a nearly full spool while the store was
+//! healthy, review finding M6); past either, staged in the spool
+//! ([`spool::Spool::stage`]), whose room it then takes piece by piece. Memory per
+//! upload is one piece ([`crate::body::PIECE_BYTES`]) and what the buffer holds.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use fake_gcs::wire::{
     Api, Hashing, MultipartError, MultipartStream, Rejection, Reply, RequestHead, Upload,
     multipart_boundary,
@@ -51,13 +55,15 @@ impl Relay {
         };
         self.admit(&upload)?;
         let attributes = answer::attributes(&upload);
-        let staged = match self.spool().stage(&upload.name, &attributes).await {
-            Ok(staged) => staged,
-            Err(e) => return Ok(self.staging_failed(upload.api, e)),
-        };
+        self.spoolable(&upload, &attributes)?;
         let mut stream = Stream {
             relay: self,
-            staged,
+            sink: Sink::Memory {
+                buffer: BytesMut::new(),
+                held: None,
+            },
+            name: &upload.name,
+            attributes: &attributes,
             hashing: Hashing::default(),
             api: upload.api,
         };
@@ -76,28 +82,54 @@ impl Relay {
         if let Some(m) = &multipart {
             m.finish()?;
         }
-        self.finish_streamed(base, upload, stream.staged, stream.hashing, &attributes)
+        let Stream { sink, hashing, .. } = stream;
+        self.finish_streamed(base, upload, sink, hashing, &attributes)
             .await
     }
 
-    /// An upload whose bytes are all staged: checks the digests the client declared,
+    /// 400 for a name or attributes the spool would refuse, before the body is read
+    /// (the bytes may never reach the spool, but could have to).
+    fn spoolable(&self, upload: &Upload, attributes: &Attributes) -> Result<(), Rejection> {
+        spool::name::check_writable(&upload.name).map_err(|e| Rejection::invalid(e.to_string()))?;
+        let encoded = spool::entry::encode_attributes(attributes);
+        encoded.map_err(|e| Rejection::invalid(e.to_string()))?;
+        Ok(())
+    }
+
+    /// An upload whose bytes are all in: checks the digests the client declared,
     /// then makes it safe through the uploader and answers.
     pub(crate) async fn finish_streamed(
         &self,
         base: &str,
         upload: Upload,
-        staged: Staged,
+        sink: Sink,
         hashing: Hashing,
         attributes: &Attributes,
     ) -> Result<Reply, Rejection> {
         let size = hashing.len();
         let digests = hashing.finish();
         if let Some(mismatch) = upload.declared.mismatch(&digests) {
-            staged.discard().await;
+            if let Sink::Staged(staged) = sink {
+                staged.discard().await;
+            }
             return Err(Rejection::BadDigest(mismatch));
         }
-        debug_assert_eq!(size, staged.payload_len());
-        let result = self.uploader().upload_staged(staged, attributes).await;
+        let uploader = self.uploader();
+        let result = match sink {
+            Sink::Memory { buffer, held } => {
+                let payload = buffer.freeze();
+                debug_assert_eq!(size, payload.len() as u64);
+                let result = uploader
+                    .upload_with(&upload.name, payload, attributes)
+                    .await;
+                drop(held);
+                result
+            }
+            Sink::Staged(staged) => {
+                debug_assert_eq!(size, staged.payload_len());
+                uploader.upload_staged(staged, attributes).await
+            }
+        };
         Ok(match result {
             Ok(outcome) => {
                 let record = self.record(&upload, size, digests);
@@ -121,16 +153,29 @@ impl Relay {
     }
 }
 
-/// An upload's bytes on their way into its staged entry.
+/// Where an upload's bytes wait while they arrive: see the module doc.
+pub(crate) enum Sink {
+    /// In memory, the buffer's bytes taken from the relay's budget (`held`).
+    Memory {
+        buffer: BytesMut,
+        held: Option<tokio::sync::OwnedSemaphorePermit>,
+    },
+    /// In a staged spool entry.
+    Staged(Staged),
+}
+
+/// An upload's bytes on their way into its sink.
 struct Stream<'a> {
     relay: &'a Relay,
-    staged: Staged,
+    sink: Sink,
+    name: &'a str,
+    attributes: &'a Attributes,
     hashing: Hashing,
     api: Api,
 }
 
 impl Stream<'_> {
-    /// Hashes and appends `piece`; an answer when the upload must stop here (larger
+    /// Hashes and keeps `piece`; an answer when the upload must stop here (larger
     /// than the relay takes, or the spool refused the piece).
     async fn feed(&mut self, piece: Bytes) -> Result<Option<Reply>, Rejection> {
         if piece.is_empty() {
@@ -146,10 +191,39 @@ impl Stream<'_> {
             });
         }
         self.hashing.update(&piece);
-        match self.staged.append(piece).await {
-            Ok(()) => Ok(None),
-            Err(e) => Ok(Some(self.relay.staging_failed(self.api, e))),
+        if let Sink::Memory { buffer, held } = &mut self.sink {
+            let fits = self.hashing.len() <= self.relay.uploader().config().direct_max_bytes;
+            if fits && self.relay.buffer(held, piece.len()) {
+                buffer.extend_from_slice(&piece);
+                return Ok(None);
+            }
+            // Too large to hold, or the relay holds all it may: to the spool, with
+            // what was held.
+            let held_bytes = std::mem::take(buffer).freeze();
+            let staged = match self.relay.spool().stage(self.name, self.attributes).await {
+                Ok(staged) => staged,
+                Err(e) => return Ok(Some(self.relay.staging_failed(self.api, e))),
+            };
+            self.sink = Sink::Staged(staged);
+            if let Some(reply) = self.append(held_bytes).await {
+                return Ok(Some(reply));
+            }
         }
+        Ok(self.append(piece).await)
+    }
+
+    /// Appends `piece` to the staged entry; the answer when the spool refuses it.
+    async fn append(&mut self, piece: Bytes) -> Option<Reply> {
+        let Sink::Staged(staged) = &mut self.sink else {
+            unreachable!("appended only once staged");
+        };
+        if piece.is_empty() {
+            return None;
+        }
+        let appended = staged.append(piece).await;
+        appended
+            .err()
+            .map(|e| self.relay.staging_failed(self.api, e))
     }
 }
 

@@ -77,11 +77,14 @@ async fn a_content_range_near_u64_max_is_refused_with_400() {
 
 #[tokio::test]
 async fn an_io_error_on_the_spool_is_503_without_the_spools_paths() {
-    let (_fake, fake_base) = real_fake().await;
+    // The store fails the write, so the upload (held in memory) must be spooled,
+    // and the spool's write of it fails.
+    let (fake, fake_base) = real_fake().await;
+    common::fail_writes(&fake);
     let dir = tempfile::tempdir().unwrap();
     let disk = Arc::new(FaultDisk::default());
     let base = relay_on(dir.path(), disk.clone(), &fake_base).await;
-    disk.fail_next(Op::Append, std::io::ErrorKind::Other);
+    disk.fail_next(Op::Create, std::io::ErrorKind::Other);
     let url = format!("{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=p");
     let response = reqwest::Client::new()
         .post(url)

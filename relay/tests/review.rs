@@ -328,3 +328,43 @@ async fn a_large_object_spooled_during_an_outage_streams_out_when_the_store_heal
     assert_eq!(fake.object_count(BUCKET), 1, "a staging object was left");
     h.stopped().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn m6_a_stalled_upload_does_not_take_the_spools_room_from_others_while_the_store_is_healthy()
+{
+    // Before: the bytes of uploads still arriving were reserved against the spool's
+    // max_bytes even when they went straight to the bucket, so one stalled 3.5 MiB
+    // upload made another client's 1 MiB upload 503 "spool is full".
+    use tokio::io::AsyncWriteExt as _;
+    let (fake, fake_base) = real_fake().await;
+    let setup = Setup {
+        spool: spool::SpoolConfig {
+            max_bytes: 4 << 20,
+            ..spool::SpoolConfig::default()
+        },
+        relay: Some(RelayConfig::new(BUCKET)),
+        ..Setup::default()
+    };
+    let h = Harness::in_front_of(&fake_base, setup).await;
+    let addr = h.base.strip_prefix("http://").unwrap().to_string();
+    let mut stalled = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=stalled HTTP/1.1\r\n\
+         host: {addr}\r\ncontent-length: {}\r\n\r\n",
+        4 << 20
+    );
+    stalled.write_all(head.as_bytes()).await.unwrap();
+    stalled.write_all(&vec![1u8; 3584 << 10]).await.unwrap();
+    // The relay has read the stalled body's pieces (it never finishes).
+    let read = async {
+        while h.relay.metrics().received_bytes_total() < 3 << 20 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(common::PATIENCE, read).await.unwrap();
+    let other = h.media("other", &vec![2u8; 1 << 20]).await;
+    assert_eq!(other.status(), 200, "{:?}", other.text().await);
+    assert_eq!(stored(&fake, "other").map(|b| b.len()), Some(1 << 20));
+    drop(stalled);
+    h.stopped().await;
+}
