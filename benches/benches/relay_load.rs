@@ -280,14 +280,30 @@ fn large_piece(object: u8, i: u64) -> Bytes {
 }
 
 /// The `drain` phase (see the module doc).
-async fn large_drain(http: &reqwest::Client, relay_bin: &Path, fake: &Process, scratch: &Path, gib: u64) {
+async fn large_drain(
+    http: &reqwest::Client,
+    relay_bin: &Path,
+    fake: &Process,
+    scratch: &Path,
+    gib: u64,
+) {
     const OBJECTS: u8 = 4;
     let pieces = gib * 256;
     let dir = scratch.join("drain-spool");
     let endpoint = format!("http://{}", fake.addr);
     let args = [
-        "--dir", dir.to_str().unwrap(), "--upstream", &format!("gs://{BUCKET}"), "--endpoint",
-        &endpoint, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--max-bytes", "20GiB",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--upstream",
+        &format!("gs://{BUCKET}"),
+        "--endpoint",
+        &endpoint,
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics",
+        "127.0.0.1:0",
+        "--max-bytes",
+        "20GiB",
     ];
     let relay = Process::start(relay_bin, &args, "addr");
     let base = format!("http://{}", relay.addr);
@@ -313,7 +329,10 @@ async fn large_drain(http: &reqwest::Client, relay_bin: &Path, fake: &Process, s
     });
     for answer in futures::future::join_all(uploads).await {
         let (status, outcome) = answer.unwrap();
-        assert_eq!((status, outcome.as_ref().map(|o| o.to_str().unwrap())), (200, Some("spooled")));
+        assert_eq!(
+            (status, outcome.as_ref().map(|o| o.to_str().unwrap())),
+            (200, Some("spooled"))
+        );
     }
     let uploaded = started.elapsed();
     let sampler = Sampler::start(relay.child.id());
@@ -324,12 +343,20 @@ async fn large_drain(http: &reqwest::Client, relay_bin: &Path, fake: &Process, s
     let drain = started.elapsed();
     let rss_during_drain = sampler.stop_rss_max();
     for object in 0..OBJECTS {
-        let crc = (0..pieces).fold(0, |crc, i| crc32c::crc32c_append(crc, &large_piece(object, i)));
-        let url = format!("http://{}/storage/v1/b/{BUCKET}/o/drain%2F{object}", fake.addr);
+        let crc = (0..pieces).fold(0, |crc, i| {
+            crc32c::crc32c_append(crc, &large_piece(object, i))
+        });
+        let url = format!(
+            "http://{}/storage/v1/b/{BUCKET}/o/drain%2F{object}",
+            fake.addr
+        );
         let text = http.get(url).send().await.unwrap().text().await.unwrap();
         let resource: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(resource["size"], (gib << 30).to_string(), "{resource}");
-        let crc = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, crc.to_be_bytes());
+        let crc = base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            crc.to_be_bytes(),
+        );
         assert_eq!(resource["crc32c"], crc, "drain/{object}: {resource}");
     }
     println!(
@@ -532,7 +559,8 @@ impl Sampler {
             while !stop_seen.load(Ordering::Relaxed) {
                 let open = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count);
                 fds_seen.fetch_max(open as u64, Ordering::Relaxed);
-                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let status =
+                    std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
                 let now = status_kib(&status, "VmRSS:");
                 rss_seen.fetch_max(now, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(50));

@@ -7,12 +7,11 @@
 
 mod common;
 
-use std::io::BufRead as _;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
-use common::{BUCKET, PATIENCE, encode, outcome, real_fake, stored};
+use common::{BUCKET, PATIENCE, encode, line_with, log_lines, outcome, real_fake, stored};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, mpsc, watch};
 
@@ -62,37 +61,6 @@ impl Drop for Running {
             let _ = self.0.wait();
         }
     }
-}
-
-/// The relay's log lines (its standard output), as they come; the channel closes
-/// when the process has closed its output (it exited).
-fn log_lines(child: &mut Child) -> mpsc::UnboundedReceiver<String> {
-    let stdout = child.stdout.take().unwrap();
-    let (lines, rx) = mpsc::unbounded_channel();
-    tokio::task::spawn_blocking(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if lines.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
-/// The first log line containing `text`, waiting for it.
-async fn line_with(log: &mut mpsc::UnboundedReceiver<String>, text: &str) -> String {
-    let wait = async {
-        while let Some(line) = log.recv().await {
-            if line.contains(text) {
-                return line;
-            }
-        }
-        panic!("spool-relay's log ended without a line with {text:?}");
-    };
-    tokio::time::timeout(PATIENCE, wait)
-        .await
-        .unwrap_or_else(|_| panic!("no log line with {text:?}"))
 }
 
 /// Starts `spool-relay` in `cwd` with `args` (and a loopback port of its choosing);

@@ -15,16 +15,14 @@
 
 mod common;
 
-use std::io::BufRead as _;
 use std::os::fd::{AsFd, OwnedFd};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use command_fds::{CommandFdExt, FdMapping};
-use common::{BUCKET, PATIENCE, encode, real_fake, stored};
-use tokio::sync::mpsc;
+use common::{BUCKET, PATIENCE, encode, line_with, log_lines, real_fake, stored};
 
 /// What the writer saw.
 #[derive(Debug, Default)]
@@ -104,35 +102,6 @@ fn relay_command(dir: &std::path::Path, fake_base: &str) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     command
-}
-
-/// The relay's log lines (its standard output and that of the processes it hands
-/// over to), as they come.
-fn log_lines(child: &mut Child) -> mpsc::UnboundedReceiver<String> {
-    let stdout = child.stdout.take().unwrap();
-    let (lines, rx) = mpsc::unbounded_channel();
-    tokio::task::spawn_blocking(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { return };
-            if lines.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
-/// The next log line holding `what`.
-async fn line_with(lines: &mut mpsc::UnboundedReceiver<String>, what: &str) -> String {
-    let found = async {
-        while let Some(line) = lines.recv().await {
-            if line.contains(what) {
-                return line;
-            }
-        }
-        panic!("the relay's output ended before a line with {what:?}");
-    };
-    tokio::time::timeout(PATIENCE, found).await.expect(what)
 }
 
 /// Waits until `tally` counts `more` acknowledgements than it did.

@@ -497,26 +497,13 @@ async fn attempt(
     };
     metrics.store_error(WritePath::Drain, error.kind_label());
     if !matches!(error, StoreError::AlreadyExists { .. }) {
-        return if error.is_retryable() {
-            Step::Retry(error)
-        } else {
-            Step::DeadLetter(error.to_string())
+        return match error.is_retryable() {
+            true => Step::Retry(error),
+            false => Step::DeadLetter(error.to_string()),
         };
     }
-    let conflict = |detail: String| {
-        let conflict = StoreError::Conflict { detail };
-        metrics.store_error(WritePath::Drain, conflict.kind_label());
-        Step::DeadLetter(conflict.to_string())
-    };
-    match remote.check_existing(&header.name, payload, timeout).await {
-        Ok(Existing::Matches) => Step::Done(DrainOutcome::AlreadyPresent),
-        // Deleted since the 412: the next create will succeed.
-        Ok(Existing::Missing) => Step::Retry(error),
-        Ok(Existing::Differs(detail)) => conflict(detail),
-        Ok(Existing::Unverifiable(detail)) => conflict(format!("cannot verify: {detail}")),
-        Err(e) if e.is_retryable() => Step::Retry(e),
-        Err(e) => conflict(format!("cannot verify: {e}")),
-    }
+    let existing = remote.check_existing(&header.name, payload, timeout).await;
+    settle_existing(metrics, error, existing.map_err(StreamError::Store))
 }
 
 /// Streams an entry over `stream_min_bytes` from its file to the store,

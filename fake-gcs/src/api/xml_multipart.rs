@@ -17,8 +17,8 @@ use bytes::{Bytes, BytesMut};
 use super::{Ctx, Served};
 use crate::fake::{Described, XmlPart, XmlUpload};
 use crate::wire::{
-    self, Digests, MultipartStep, ObjectAttributes, Preconditions, Rejection, Reply, header,
-    md5_hex,
+    self, Digests, MultipartStep, ObjectAttributes, ObjectRecord, Preconditions, Rejection, Reply,
+    header, md5_hex,
 };
 
 /// Cloud Storage's answer to an upload ID it does not know.
@@ -103,7 +103,11 @@ impl Ctx<'_> {
 
     fn multipart_complete(&mut self, upload_id: &str, body: &[u8]) -> Result<Served, Rejection> {
         let listed = listed_parts(body)?;
-        let upload = self.state.xml_uploads.get(upload_id).ok_or_else(no_upload)?;
+        let upload = self
+            .state
+            .xml_uploads
+            .get(upload_id)
+            .ok_or_else(no_upload)?;
         let mut data = Some(BytesMut::new());
         let (mut size, mut crc32c, mut last) = (0u64, 0u32, 0u32);
         for (number, etag) in &listed {
@@ -142,7 +146,9 @@ impl Ctx<'_> {
             component_count: Some(components),
         };
         let now_ms = self.now_ms;
-        let record = self.state.commit_described(&upload.bucket, object, data, now_ms);
+        let record = self
+            .state
+            .commit_described(&upload.bucket, object, data, now_ms);
         self.state.stats.objects_committed += 1;
         let body = format!(
             "<?xml version='1.0' encoding='UTF-8'?><CompleteMultipartUploadResult \
@@ -154,13 +160,7 @@ impl Ctx<'_> {
             key = wire::xml_escape(&record.name),
             etag = wire::xml_escape(&record.xml_etag()),
         );
-        let reply =
-            Reply::xml(200, body).header("x-goog-generation", record.generation.to_string());
-        Ok(Served {
-            committed: true,
-            object: Some(record.name),
-            ..reply.into()
-        })
+        Ok(committed(body, record))
     }
 
     fn multipart_list(&mut self, upload_id: &str) -> Result<Served, Rejection> {
@@ -229,13 +229,18 @@ impl Ctx<'_> {
             wire::rfc3339_millis(record.created_unix_ms),
             wire::xml_escape(&record.xml_etag()),
         );
-        let reply =
-            Reply::xml(200, body).header("x-goog-generation", record.generation.to_string());
-        Ok(Served {
-            committed: true,
-            object: Some(record.name),
-            ..reply.into()
-        })
+        Ok(committed(body, record))
+    }
+}
+
+/// The 200 of a request that wrote `record`: `body` and its generation.
+fn committed(body: String, record: ObjectRecord) -> Served {
+    let generation = record.generation.to_string();
+    let reply = Reply::xml(200, body).header("x-goog-generation", generation);
+    Served {
+        committed: true,
+        object: Some(record.name),
+        ..reply.into()
     }
 }
 

@@ -373,28 +373,39 @@ proptest! {
     }
 }
 
+/// A store on the real disk (with injectable faults) in a new directory.
+fn on_real_disk() -> (
+    Arc<spool::testing::FaultDisk>,
+    tempfile::TempDir,
+    Arc<ManualClock>,
+    Arc<SessionStore>,
+) {
+    let disk = Arc::new(spool::testing::FaultDisk::default());
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let limits = Limits {
+        max_sessions: MAX_SESSIONS,
+        max_session_bytes: MAX_SESSION_BYTES,
+        ttl: TTL,
+    };
+    let store = SessionStore::new(
+        disk.clone(),
+        dir.path(),
+        clock.clone(),
+        limits,
+        Some(1),
+        "gs://b".into(),
+    );
+    (disk, dir, clock, Arc::new(store))
+}
+
 #[test]
 fn concurrent_opens_never_overshoot_max_sessions() {
     // Found by review: `open` checked the count, awaited a create and a sync, then
     // counted, so opens that overlapped all passed the check. Each open here waits
     // in its create until all have started.
     runtime().block_on(async {
-        let disk = Arc::new(spool::testing::FaultDisk::default());
-        let dir = tempfile::tempdir().unwrap();
-        let clock = Arc::new(ManualClock::new(START_MS));
-        let limits = Limits {
-            max_sessions: MAX_SESSIONS,
-            max_session_bytes: MAX_SESSION_BYTES,
-            ttl: TTL,
-        };
-        let store = Arc::new(SessionStore::new(
-            disk.clone(),
-            dir.path(),
-            clock,
-            limits,
-            Some(1),
-            "gs://b".into(),
-        ));
+        let (_disk, _dir, _clock, store) = on_real_disk();
         let opens = (0..4 * MAX_SESSIONS).map(|_| {
             let store = store.clone();
             tokio::spawn(async move { store.open(opening()).await })
@@ -412,22 +423,7 @@ fn concurrent_opens_never_overshoot_max_sessions() {
 #[test]
 fn a_failed_sync_stops_session_writes_until_the_directory_syncs_again() {
     runtime().block_on(async {
-        let disk = Arc::new(spool::testing::FaultDisk::default());
-        let dir = tempfile::tempdir().unwrap();
-        let clock = Arc::new(ManualClock::new(START_MS));
-        let limits = Limits {
-            max_sessions: MAX_SESSIONS,
-            max_session_bytes: MAX_SESSION_BYTES,
-            ttl: TTL,
-        };
-        let store = Arc::new(SessionStore::new(
-            disk.clone(),
-            dir.path(),
-            clock.clone(),
-            limits,
-            Some(1),
-            "gs://b".into(),
-        ));
+        let (disk, dir, clock, store) = on_real_disk();
         let id = store.open(opening()).await.unwrap();
         let Request::Open { mut hold, .. } = store.find(&id, "b").await.unwrap() else {
             panic!("not open");

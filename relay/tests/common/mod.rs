@@ -4,6 +4,7 @@
 //! and request builders for each kind of upload.
 #![allow(dead_code)] // each test file uses part of it
 
+use std::io::BufRead as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -343,4 +344,39 @@ pub fn outcome(response: &reqwest::Response) -> &str {
 /// What the fake holds under `name`: its bytes.
 pub fn stored(fake: &FakeGcs, name: &str) -> Option<Bytes> {
     fake.object_bytes(BUCKET, name)
+}
+
+/// A spool-relay process's log lines (its standard output, and that of the
+/// processes it hands its socket to), as they come; the channel closes when the
+/// output is closed (every process writing it exited).
+pub fn log_lines(child: &mut std::process::Child) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    let stdout = child.stdout.take().unwrap();
+    let (lines, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::task::spawn_blocking(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            if lines.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The first log line containing `text`, waiting for it.
+pub async fn line_with(
+    log: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    text: &str,
+) -> String {
+    let wait = async {
+        while let Some(line) = log.recv().await {
+            if line.contains(text) {
+                return line;
+            }
+        }
+        panic!("spool-relay's log ended without a line with {text:?}");
+    };
+    tokio::time::timeout(PATIENCE, wait)
+        .await
+        .unwrap_or_else(|_| panic!("no log line with {text:?}"))
 }
