@@ -24,7 +24,10 @@
 // exception the client throws outside the promise of an upload is logged as
 // `ev: "uncaught"` (and fails the upload in progress). A failed upload's end line
 // also has `lastStatusQuery`: what the client's last resumable status query got
-// (answered, status and range; or the error it failed with), or null.
+// (answered, status and range; or the error it failed with), or null. Every
+// connection refused (ECONNREFUSED) is logged as it happens as `ev: "refused"`
+// (writer, seq of the upload in progress, the error's text): the client retries a
+// refused request itself, so the upload's end line may say `ok` all the same.
 
 'use strict';
 
@@ -59,6 +62,19 @@ let lastStatusQuery = null;
       lastStatusQuery = {answered: false, error: text(e)};
       throw e;
     }
+  };
+}
+
+// Every refused connection, seen where Node's sockets emit their errors (node-fetch
+// and teeny-request, under the client, connect with net.Socket): observed, not
+// changed. `onRefused` logs it once the log is open.
+let onRefused = () => {};
+{
+  const net = require('node:net');
+  const emit = net.Socket.prototype.emit;
+  net.Socket.prototype.emit = function (event, ...args) {
+    if (event === 'error' && args[0] && args[0].code === 'ECONNREFUSED') onRefused(args[0]);
+    return emit.call(this, event, ...args);
   };
 }
 
@@ -224,6 +240,7 @@ async function main() {
   // progress, instead of ending the writer.
   let seq = 0;
   let failCurrent = null;
+  onRefused = e => append({ev: 'refused', writer: opts.writer, seq, t: Date.now(), error: text(e)});
   process.on('uncaughtException', e => {
     append({ev: 'uncaught', writer: opts.writer, seq, t: Date.now(), error: text(e)});
     if (failCurrent) failCurrent(e);

@@ -20,7 +20,10 @@ The log gets one JSON line before each upload (`ev: "begin"`: writer, seq, kind,
 name, size, md5 and crc32c in base64, contentType, cacheControl, metadata) and one
 after it (`ev: "end"`: answer `ok` when the client call returned, else `error` with
 the exception's text and HTTP code, and the milliseconds it took), each flushed, both
-with `t`, the wall-clock time in milliseconds since the Unix epoch.
+with `t`, the wall-clock time in milliseconds since the Unix epoch. Every connection
+refused (ECONNREFUSED) is logged as it happens as `ev: "refused"` (writer, seq of the
+upload in progress, the error's text): the client retries a refused request itself,
+so the upload's end line may say `ok` all the same.
 """
 
 import argparse
@@ -154,6 +157,23 @@ def digests(data):
     return md5, crc
 
 
+def watch_refused(record):
+    """Calls `record(error)` for every connection refused, where urllib3 (under the
+    client's requests session) connects: observed, not changed."""
+    import urllib3.util.connection as connection
+
+    create = connection.create_connection
+
+    def create_connection(*args, **kwargs):
+        try:
+            return create(*args, **kwargs)
+        except ConnectionRefusedError as e:
+            record(e)
+            raise
+
+    connection.create_connection = create_connection
+
+
 def watch_stdin(stop):
     """Sets `stop` once standard input closes."""
     sys.stdin.buffer.read()
@@ -179,6 +199,12 @@ def main():
             log.flush()
 
         seq = 0
+
+        def refused(e):
+            line = {"ev": "refused", "writer": args.writer, "seq": seq, "t": unix_ms()}
+            append({**line, "error": describe(e)[:2000]})
+
+        watch_refused(refused)
         while not stop.is_set():
             p = plan(rng, args, seq)
             md5, crc = digests(p["data"])

@@ -59,6 +59,24 @@ pub struct Args {
     /// Emptied first. Default: <target>/torture.
     #[arg(long, value_name = "DIR")]
     pub work: Option<PathBuf>,
+    #[command(flatten)]
+    pub load: WriterArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    /// An extra flag for spool-relay (repeatable), e.g. --relay-arg=--workers=8.
+    #[arg(long = "relay-arg", value_name = "FLAG", allow_hyphen_values = true)]
+    pub relay_args: Vec<String>,
+    /// The relay's --shutdown-grace: a SIGTERM deploy must end within it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
+    /// How long the end may wait for writers to finish and for the spool to drain.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub settle_secs: u64,
+}
+
+/// The writers: what each run starts through the relay.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WriterArgs {
     /// Kinds of writers to run.
     #[arg(
         long,
@@ -72,6 +90,11 @@ pub struct Args {
     /// Largest object written, in bytes (sizes are log-uniform from 1 byte).
     #[arg(long, value_name = "BYTES", default_value_t = 6 << 20)]
     pub max_bytes: u64,
+}
+
+/// Where the binaries and the clients are.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ToolArgs {
     /// Where spool-relay, fake-gcs and spool are. Default: this binary's directory.
     #[arg(long, value_name = "DIR")]
     pub bin_dir: Option<PathBuf>,
@@ -86,15 +109,6 @@ pub struct Args {
     /// environment clients/run makes, <target>/client-checks/venv/bin/python.
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
-    /// An extra flag for spool-relay (repeatable), e.g. --relay-arg=--workers=8.
-    #[arg(long = "relay-arg", value_name = "FLAG", allow_hyphen_values = true)]
-    pub relay_args: Vec<String>,
-    /// The relay's --shutdown-grace: a SIGTERM deploy must end within it.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
-    pub shutdown_grace_secs: u64,
-    /// How long the end may wait for writers to finish and for the spool to drain.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
-    pub settle_secs: u64,
 }
 
 /// What else `torture` runs.
@@ -103,6 +117,9 @@ pub enum Command {
     /// Real file-system faults under the real relay: a full disk, a read-only
     /// remount, a low open-file limit, EIO from crashfs (docs/faults.md).
     Faults(FaultsArgs),
+    /// Deploys under load that must refuse no connection: SIGHUP hand-overs, and
+    /// kill -9 under a supervisor holding the listening socket (docs/torture.md).
+    Deploys(DeploysArgs),
 }
 
 /// Where everything the run starts is.
@@ -127,6 +144,20 @@ impl Args {
 
     /// Resolves every path, checking that the binaries and scripts exist.
     pub fn paths(&self) -> anyhow::Result<Paths> {
+        self.tools
+            .paths(&self.load.writers, self.work.as_deref(), "torture")
+    }
+}
+
+impl ToolArgs {
+    /// Every path, the working directory `work` or `<target>/<default_work>`;
+    /// checks that the binaries and the scripts of `writers` exist.
+    pub fn paths(
+        &self,
+        writers: &[WriterKind],
+        work: Option<&Path>,
+        default_work: &str,
+    ) -> anyhow::Result<Paths> {
         let exe = std::env::current_exe().context("cannot find this binary's path")?;
         let exe_dir = exe.parent().unwrap_or(Path::new(".")).to_path_buf();
         let bin_dir = self.bin_dir.clone().unwrap_or_else(|| exe_dir.clone());
@@ -148,9 +179,9 @@ impl Args {
             node_writer: clients.join("torture/writer.js"),
             python,
             python_writer: clients.join("torture/writer.py"),
-            work: self.work.clone().unwrap_or_else(|| target.join("torture")),
+            work: work.map_or_else(|| target.join(default_work), Path::to_path_buf),
         };
-        paths.check(&self.writers, &clients)?;
+        paths.check(writers, &clients)?;
         Ok(paths)
     }
 }
@@ -243,4 +274,82 @@ pub struct FaultsArgs {
     /// <work>/alerts; spool/alerts/tests refreshes the committed ones.
     #[arg(long, value_name = "DIR")]
     pub tests_dir: Option<PathBuf>,
+}
+
+/// How `torture deploys` restarts the relay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum DeployMode {
+    /// The relay binds its own --listen port; each deploy is a SIGHUP: it hands
+    /// its socket to a new process of its own command line and stops.
+    Sighup,
+    /// This harness binds the socket once and passes it as descriptor 3 with
+    /// LISTEN_FDS=1 (systemd socket activation); each deploy is a SIGKILL and a new
+    /// start on the same socket.
+    Kill,
+    /// The control, as before socket activation: the relay binds its own --listen
+    /// port; each deploy is a SIGKILL and a new start binding it again. Connections
+    /// that come while no process listens are refused, so this mode fails: it
+    /// shows what the count of refusals sees. Not among the default modes.
+    Rebind,
+}
+
+impl DeployMode {
+    pub fn label(self) -> &'static str {
+        match self {
+            DeployMode::Sighup => "sighup",
+            DeployMode::Kill => "kill",
+            DeployMode::Rebind => "rebind",
+        }
+    }
+}
+
+/// `torture deploys`'s flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DeploysArgs {
+    /// The modes to run, one after the other, each with its own fake, spool and
+    /// writers.
+    #[arg(long, value_delimiter = ',', default_value = "sighup,kill")]
+    pub modes: Vec<DeployMode>,
+    /// Deploys (SIGHUPs, or SIGKILLs and starts) in each mode.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub deploys: u64,
+    /// Shortest load before each deploy (and after the last).
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub min_gap_ms: u64,
+    /// Longest load before each deploy; each gap is drawn from the seed.
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    pub max_gap_ms: u64,
+    /// The harness's own probe: a TCP connect to the relay's address this often,
+    /// counting refusals apart from the clients' (0: no probe).
+    #[arg(long, value_name = "MS", default_value_t = 5)]
+    pub probe_ms: u64,
+    /// Seed of the gaps and the writers' workloads.
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+    /// Working directory (the spools, the logs); emptied first. Default:
+    /// <target>/deploys.
+    #[arg(long, value_name = "DIR")]
+    pub work: Option<PathBuf>,
+    #[command(flatten)]
+    pub load: WriterArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    /// An extra flag for spool-relay (repeatable), e.g. --relay-arg=--workers=8.
+    #[arg(long = "relay-arg", value_name = "FLAG", allow_hyphen_values = true)]
+    pub relay_args: Vec<String>,
+    /// The relay's --shutdown-grace: an old process must exit within it after a
+    /// SIGHUP.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
+    /// How long the end may wait for writers to finish and for the spool to drain.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    pub settle_secs: u64,
+}
+
+impl DeploysArgs {
+    /// Resolves every path, checking that the binaries and scripts exist.
+    pub fn paths(&self) -> anyhow::Result<Paths> {
+        self.tools
+            .paths(&self.load.writers, self.work.as_deref(), "deploys")
+    }
 }

@@ -51,10 +51,13 @@ impl Attempt {
     /// The client it went through: the writer's name without its index (`node`,
     /// `python`, `object-store`).
     pub fn client(&self) -> &str {
-        self.writer
-            .rsplit_once('-')
-            .map_or(self.writer.as_str(), |(client, _)| client)
+        client_of(&self.writer)
     }
+}
+
+/// `node-1` -> `node`, `object-store-0` -> `object-store`.
+fn client_of(writer: &str) -> &str {
+    writer.rsplit_once('-').map_or(writer, |(client, _)| client)
 }
 
 /// One log line, `begin` or `end`.
@@ -91,13 +94,32 @@ pub struct Uncaught {
     pub text: String,
 }
 
-/// Every attempt in the writers' logs, the exceptions thrown outside them, and the
-/// lines that could not be read (a line cut short by a writer killed while writing
-/// it).
+/// A connection a client tried and the server refused (ECONNREFUSED), logged by its
+/// writer as `ev: "refused"` when it happened: the official clients retry a
+/// refused request themselves, so the upload may still end `ok`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub writer: String,
+    /// The upload in progress then.
+    pub seq: u64,
+    pub text: String,
+}
+
+impl Refused {
+    /// The client: the writer's name without its index.
+    pub fn client(&self) -> &str {
+        client_of(&self.writer)
+    }
+}
+
+/// Every attempt in the writers' logs, the exceptions thrown outside them, the
+/// connections refused, and the lines that could not be read (a line cut short by
+/// a writer killed while writing it).
 #[derive(Debug, Default)]
 pub struct Ledger {
     pub attempts: Vec<Attempt>,
     pub uncaught: Vec<Uncaught>,
+    pub refused: Vec<Refused>,
     pub unreadable: Vec<String>,
 }
 
@@ -129,6 +151,12 @@ impl Ledger {
             let key = (line.writer.clone(), line.seq);
             if line.ev == "uncaught" {
                 self.uncaught.push(Uncaught {
+                    writer: line.writer,
+                    seq: line.seq,
+                    text: line.error.unwrap_or_default(),
+                });
+            } else if line.ev == "refused" {
+                self.refused.push(Refused {
                     writer: line.writer,
                     seq: line.seq,
                     text: line.error.unwrap_or_default(),
@@ -187,6 +215,7 @@ mod tests {
 {"ev":"begin","writer":"node-0","seq":1,"name":"b","kind":"resumable","size":2,"md5":"m","crc32c":"c","contentType":"t","cacheControl":"no-store","metadata":{"k":"v"}}
 {"ev":"end","writer":"node-0","seq":1,"name":"b","answer":"error","error":"boom","code":503,"ms":3,"lastStatusQuery":{"answered":false,"error":"socket hang up"}}
 {"ev":"uncaught","writer":"node-0","seq":2,"t":5,"error":"RangeError: lost"}
+{"ev":"refused","writer":"node-0","seq":2,"t":6,"error":"connect ECONNREFUSED 127.0.0.1:9"}
 {"ev":"begin","writer":"node-0","seq":2,"name":"c","kind":"multipart","size":2,"md5":"m","crc32c":"c","contentType":"t","cacheControl":null,"metadata":{}}
 {"ev":"beg"#;
 
@@ -215,12 +244,17 @@ mod tests {
             Some(StatusQuery::Unanswered)
         );
         assert_eq!(ledger.unreadable.len(), 1, "{:?}", ledger.unreadable);
-        assert!(ledger.unreadable[0].starts_with("node-0.jsonl:7:"));
+        assert!(ledger.unreadable[0].starts_with("node-0.jsonl:8:"));
         let thrown = Uncaught {
             writer: "node-0".into(),
             seq: 2,
             text: "RangeError: lost".into(),
         };
         assert_eq!(ledger.uncaught, [thrown]);
+        // A refused connection is counted apart, and ends no upload.
+        assert_eq!(ledger.refused.len(), 1);
+        assert_eq!(ledger.refused[0].client(), "node");
+        assert_eq!(ledger.refused[0].seq, 2);
+        assert_eq!(ledger.attempts[2].answer, Answer::Unfinished);
     }
 }

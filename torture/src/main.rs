@@ -26,11 +26,13 @@
 //! | `http` | the harness's own HTTP requests |
 //! | `clock` | wall-clock times for the logs |
 //! | `faults` | `torture faults`: real file-system faults (docs/faults.md) |
+//! | `deploys` | `torture deploys`: SIGHUP deploys and kill -9 under a supervisor holding the socket, none may refuse a connection (docs/torture.md) |
 
 mod args;
 mod chaos;
 mod check;
 mod clock;
+mod deploys;
 mod disk;
 mod fake;
 mod faults;
@@ -66,8 +68,10 @@ const MARKER: &str = ".torture-work";
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if let Some(args::Command::Faults(faults)) = args.command {
-        return run_faults(faults);
+    match args.command {
+        Some(args::Command::Faults(faults)) => return run_faults(faults),
+        Some(args::Command::Deploys(deploys)) => return run_deploys(deploys),
+        None => {}
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
@@ -164,6 +168,45 @@ fn run_faults(args: args::FaultsArgs) -> ExitCode {
     }
 }
 
+/// `torture deploys`: 0 when every mode passed, 1 when one failed, 2 when it could
+/// not run. On SIGINT or SIGTERM the run is dropped: its processes are killed (the
+/// relays it started with kill_on_drop, those a relay started by Relay's Drop).
+fn run_deploys(args: args::DeploysArgs) -> ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("torture deploys: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return Some(deploys::run(args).await);
+        };
+        tokio::select! {
+            _ = term.recv() => None,
+            _ = int.recv() => None,
+            result = deploys::run(args) => Some(result),
+        }
+    });
+    match result {
+        Some(Ok(true)) => ExitCode::SUCCESS,
+        Some(Ok(false)) => ExitCode::from(1),
+        Some(Err(e)) => {
+            eprintln!("torture deploys: {e:#}");
+            ExitCode::from(2)
+        }
+        None => {
+            eprintln!("torture deploys: interrupted; its processes are killed");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// The whole run; whether it passed.
 async fn run(args: Args) -> anyhow::Result<bool> {
     let began = Instant::now();
@@ -185,6 +228,16 @@ async fn run(args: Args) -> anyhow::Result<bool> {
 fn prepare(work: &Path) -> anyhow::Result<(PathBuf, PathBuf, PathBuf)> {
     let mountpoint = work.join("mnt");
     disk::unmount_stale(&mountpoint)?;
+    empty_work(work)?;
+    let (logs, backing) = (work.join("logs"), work.join("backing"));
+    for dir in [&logs, &mountpoint, &backing] {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    Ok((logs, mountpoint, backing))
+}
+
+/// Empties the working directory (one of ours, or new), and marks it as ours.
+fn empty_work(work: &Path) -> anyhow::Result<()> {
     if work.exists() {
         let empty = std::fs::read_dir(work)?.next().is_none();
         if !empty && !work.join(MARKER).exists() {
@@ -196,12 +249,9 @@ fn prepare(work: &Path) -> anyhow::Result<(PathBuf, PathBuf, PathBuf)> {
         std::fs::remove_dir_all(work)
             .with_context(|| format!("cannot empty {}", work.display()))?;
     }
-    let (logs, backing) = (work.join("logs"), work.join("backing"));
-    for dir in [&logs, &mountpoint, &backing] {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
+    std::fs::create_dir_all(work).with_context(|| format!("cannot create {}", work.display()))?;
     std::fs::write(work.join(MARKER), "a torture run's working directory\n")?;
-    Ok((logs, mountpoint, backing))
+    Ok(())
 }
 
 /// With the fake running and crashfs mounted: the relay, the writers, the chaos,
@@ -275,16 +325,10 @@ fn start_writers(
         paths: paths.clone(),
         logs: logs.to_path_buf(),
         relay_url: relay.url(),
-        max_bytes: args.max_bytes,
+        max_bytes: args.load.max_bytes,
         seed: args.seed,
     };
-    let mut writers = Vec::new();
-    for &kind in &args.writers {
-        for index in 0..args.per_kind {
-            writers.push(writers::start(&setup, kind, index)?);
-        }
-    }
-    Ok(writers)
+    writers::start_all(&setup, &args.load)
 }
 
 /// Lists the bucket, checks the writers' logs against it, prints the summary (and
@@ -338,8 +382,7 @@ fn write_listing(path: &Path, objects: &[fake::Object]) -> anyhow::Result<()> {
 }
 
 fn describe_writers(args: &Args) -> String {
-    let kinds: Vec<&str> = args.writers.iter().map(|k| k.label()).collect();
-    format!("{} x{}", kinds.join(", "), args.per_kind)
+    writers::describe(&args.load)
 }
 
 /// The end: the store heals, the writers finish their upload in progress, the spool

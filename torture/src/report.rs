@@ -299,7 +299,7 @@ impl Report<'_> {
 /// An error's text for counting alike ones together: URLs and numbers folded (a
 /// number becomes `#`), at
 /// most 110 characters.
-fn fold(text: &str) -> String {
+pub fn fold(text: &str) -> String {
     let words: Vec<&str> = text
         .split_whitespace()
         .map(|w| if w.contains("://") { "<url>" } else { w })

@@ -1,7 +1,10 @@
 //! The writers: Node and Python processes running clients/torture/writer.js and
 //! writer.py, and `object_store` tasks in this process. Each uploads one object at a
 //! time until told to stop, and logs a `begin` line before each upload and an `end`
-//! line with the answer after it, in its own `<logs>/<writer>.jsonl`.
+//! line with the answer after it, in its own `<logs>/<writer>.jsonl`, and a
+//! `refused` line for each connection refused (ECONNREFUSED) as it happens (the
+//! official clients retry a refused request themselves, so an upload's end would
+//! not show it).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,7 +22,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::args::{BUCKET, Paths, WriterKind};
+use crate::args::{BUCKET, Paths, WriterArgs, WriterKind};
 use crate::{clock, procs, workload};
 
 /// How long the `object_store` writer waits after an error before its next upload.
@@ -105,6 +108,23 @@ pub fn start(setup: &Setup, kind: WriterKind, index: usize) -> anyhow::Result<Wr
     let stdin = child.stdin.take();
     let child = Box::new(child);
     Ok(Writer::Script { name, child, stdin })
+}
+
+/// Every writer `load` asks for: `per_kind` of each kind.
+pub fn start_all(setup: &Setup, load: &WriterArgs) -> anyhow::Result<Vec<Writer>> {
+    let mut writers = Vec::new();
+    for &kind in &load.writers {
+        for index in 0..load.per_kind {
+            writers.push(start(setup, kind, index)?);
+        }
+    }
+    Ok(writers)
+}
+
+/// `node, python, object-store x2`.
+pub fn describe(load: &WriterArgs) -> String {
+    let kinds: Vec<&str> = load.writers.iter().map(|k| k.label()).collect();
+    format!("{} x{}", kinds.join(", "), load.per_kind)
 }
 
 impl Writer {
@@ -201,9 +221,17 @@ async fn object_store_loop(
         end["ms"] = json!(started.elapsed().as_millis() as u64);
         match result {
             Ok(()) => end["answer"] = json!("ok"),
-            Err(e) => {
+            Err(failure) => {
+                if failure.refused {
+                    // As the script writers log each refused connection: this
+                    // client, its retries off, tried one connection.
+                    let mut refused = json!({"ev": "refused", "writer": writer, "seq": seq});
+                    refused["t"] = json!(clock::unix_ms());
+                    refused["error"] = json!(failure.text);
+                    writeln!(file, "{refused}")?;
+                }
                 end["answer"] = json!("error");
-                end["error"] = json!(e);
+                end["error"] = json!(failure.text);
             }
         }
         writeln!(file, "{end}")?;
@@ -217,8 +245,25 @@ async fn object_store_loop(
     Ok(())
 }
 
-/// One create-if-absent write; an error's text otherwise.
-async fn put(store: &dyn ObjectStore, upload: &workload::Upload) -> Result<(), String> {
+/// Why an `object_store` write failed.
+#[derive(Debug)]
+struct Failure {
+    text: String,
+    /// Its connection was refused (ECONNREFUSED).
+    refused: bool,
+}
+
+impl From<String> for Failure {
+    fn from(text: String) -> Self {
+        Failure {
+            text,
+            refused: false,
+        }
+    }
+}
+
+/// One create-if-absent write; why it failed otherwise.
+async fn put(store: &dyn ObjectStore, upload: &workload::Upload) -> Result<(), Failure> {
     let path = StorePath::parse(&upload.name).map_err(|e| e.to_string())?;
     let mut attributes = Attributes::new();
     attributes.insert(Attribute::ContentType, upload.content_type.clone().into());
@@ -241,9 +286,29 @@ async fn put(store: &dyn ObjectStore, upload: &workload::Upload) -> Result<(), S
     let write = store.put_opts(&path, PutPayload::from(upload.data.clone()), options);
     match tokio::time::timeout(Duration::from_secs(120), write).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err("no answer within 120 s".to_string()),
+        Ok(Err(e)) => Err(Failure {
+            refused: refused(&e),
+            text: e.to_string(),
+        }),
+        Err(_) => Err("no answer within 120 s".to_string().into()),
     }
+}
+
+/// Whether `e` (or an error under it) is a refused connection.
+fn refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(err) = source {
+        if err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        source = err.source();
+    }
+    // Wrapped where the chain is not exposed: the text still says so.
+    let text = format!("{e:?}");
+    text.contains("ConnectionRefused") || text.contains("Connection refused")
 }
 
 /// The log files of every writer in `logs`.
