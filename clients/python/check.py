@@ -189,6 +189,34 @@ def list_objects(ctx):
     expect(objects == sorted(names[:2]), f"objects beside the prefixes {objects}")
 
 
+def list_filters(ctx):
+    """list_blobs's end_offset stops before its name, match_glob keeps `*` within a
+    segment and `**` across, include_trailing_delimiter lists a folder object
+    beside its prefix (each ignored by fake-gcs before issue 41)."""
+    base = ctx.name("filters/")
+    names = [base + n for n in ("a.txt", "b.csv", "d/", "d/e.txt", "d/f/g.txt")]
+    for name in names:
+        ctx.bucket.blob(name).upload_from_string(b"x")
+
+    def listed(**kwargs):
+        return [b.name for b in ctx.client.list_blobs(ctx.bucket, prefix=base, **kwargs)]
+
+    got = listed(end_offset=base + "d/")
+    expect(got == names[:2], f"end_offset listed {got}")
+    got = listed(match_glob=base + "*.txt")
+    expect(got == [names[0]], f"match_glob *.txt listed {got}")
+    got = listed(match_glob=base + "**/g.txt")
+    expect(got == [names[4]], f"match_glob **/g.txt listed {got}")
+    got = listed(match_glob=base + "d/*")
+    expect(got == names[2:4], f"match_glob d/* listed {got}")
+    folded = ctx.client.list_blobs(
+        ctx.bucket, prefix=base, delimiter="/", include_trailing_delimiter=True
+    )
+    objects = [b.name for b in folded]
+    expect(objects == names[:3], f"include_trailing_delimiter listed {objects}")
+    expect(folded.prefixes == {base + "d/"}, f"prefixes {folded.prefixes}")
+
+
 def delete(ctx):
     """delete() removes the object; a second delete is NotFound."""
     blob = ctx.bucket.blob(ctx.name("delete.bin"))
@@ -240,6 +268,7 @@ CHECKS = {
     "download_validated": download_validated,
     "attributes": attributes,
     "list": list_objects,
+    "list_filters": list_filters,
     "delete": delete,
     "precondition": precondition,
     "compose": compose,

@@ -17,7 +17,9 @@ use std::ops::Bound;
 use bytes::Bytes;
 
 use crate::metadata::{BucketMeta, DEFAULT_PROJECT, ObjectChanges, ObjectEdit};
-use crate::wire::{DEFAULT_CONTENT_TYPE, ListPage, ObjectAttributes, ObjectMeta, ObjectRecord};
+use crate::wire::{
+    DEFAULT_CONTENT_TYPE, ListPage, ListQuery, ObjectAttributes, ObjectMeta, ObjectRecord,
+};
 
 /// A stored object: its record without the name (the bucket's map key already holds
 /// it, and a long replay keeps millions), and the bytes when the fake keeps them.
@@ -222,15 +224,11 @@ impl Bucket {
             .map(|(k, _)| k.clone())
     }
 
-    /// Lists names starting with `prefix`, after `start_after` (exclusive), at most
-    /// `max` entries (objects plus common prefixes when `delimiter` is set).
-    pub(crate) fn list(
-        &self,
-        prefix: &str,
-        delimiter: Option<&str>,
-        start_after: Option<&str>,
-        max: usize,
-    ) -> ListPage {
+    /// Lists the names `query` asks for (its prefix, end offset and glob), after
+    /// `start_after` (exclusive), at most `query.max` entries (objects plus common
+    /// prefixes when it has a delimiter).
+    pub(crate) fn list(&self, query: &ListQuery, start_after: Option<&str>) -> ListPage {
+        let prefix = query.prefix.as_str();
         let start = match start_after {
             Some(after) if after >= prefix => Bound::Excluded(after),
             _ => Bound::Included(prefix),
@@ -238,10 +236,13 @@ impl Bucket {
         let mut page = ListPage::default();
         let mut count = 0;
         let mut last: Option<String> = None;
-        let delimiter = delimiter.filter(|d| !d.is_empty());
+        let delimiter = query.delimiter.as_deref().filter(|d| !d.is_empty());
         for (name, object) in self.objects.range::<str, _>((start, Bound::Unbounded)) {
-            if !name.starts_with(prefix) {
+            if !name.starts_with(prefix) || query.before.as_ref().is_some_and(|end| name >= end) {
                 break;
+            }
+            if query.glob.as_ref().is_some_and(|glob| !glob.matches(name)) {
+                continue;
             }
             let common = delimiter.and_then(|d| {
                 name[prefix.len()..]
@@ -253,19 +254,23 @@ impl Bucket {
             {
                 continue;
             }
-            if count == max {
+            if count == query.max {
                 page.resume_after = last;
                 break;
             }
             count += 1;
+            let listed = (object.record(name), object.meta().cloned());
             match common {
                 Some(common) => {
+                    // The first name under a prefix is the one that may end at it.
+                    if query.include_trailing_delimiter && common == name {
+                        page.objects.push(listed);
+                    }
                     page.prefixes.push(common.to_string());
                     last = Some(format!("{common}{AFTER_PREFIX}"));
                 }
                 None => {
-                    page.objects
-                        .push((object.record(name), object.meta().cloned()));
+                    page.objects.push(listed);
                     last = Some(name.clone());
                 }
             }
@@ -298,6 +303,91 @@ mod tests {
         b
     }
 
+    fn list(
+        b: &Bucket,
+        prefix: &str,
+        delimiter: Option<&str>,
+        after: Option<&str>,
+        max: usize,
+    ) -> ListPage {
+        let query = ListQuery {
+            prefix: prefix.into(),
+            delimiter: delimiter.map(str::to_string),
+            max,
+            ..ListQuery::default()
+        };
+        b.list(&query, after)
+    }
+
+    fn parsed(query: &str) -> ListQuery {
+        let query = crate::wire::Query::parse(Some(query));
+        ListQuery::parse(crate::wire::Api::Json, &query, 1000).unwrap()
+    }
+
+    #[test]
+    fn an_end_offset_stops_before_its_name() {
+        let b = bucket(&["a", "b", "b0", "c"]);
+        assert_eq!(names(&b.list(&parsed("endOffset=b0"), None)), ["a", "b"]);
+        assert_eq!(
+            names(&b.list(&parsed("startOffset=b&endOffset=c"), Some("a"))),
+            ["b", "b0"]
+        );
+        assert_eq!(
+            names(&b.list(&parsed("endOffset="), None)),
+            ["a", "b", "b0", "c"]
+        );
+    }
+
+    #[test]
+    fn a_match_glob_keeps_star_within_a_segment_and_double_star_across() {
+        let b = bucket(&["a.txt", "d/a.txt", "d/e/a.txt", "d/a.csv", "d/b.txt", "x"]);
+        let glob = |g: &str| names(&b.list(&parsed(&format!("matchGlob={g}")), None)).join(" ");
+        assert_eq!(glob("*.txt"), "a.txt");
+        assert_eq!(glob("d/*.txt"), "d/a.txt d/b.txt");
+        assert_eq!(glob("**/a.txt"), "a.txt d/a.txt d/e/a.txt");
+        assert_eq!(glob("d/**"), "d/a.csv d/a.txt d/b.txt d/e/a.txt");
+        assert_eq!(glob("d/?.{csv,txt}"), "d/a.csv d/a.txt d/b.txt");
+        assert_eq!(glob("d/[!a].txt"), "d/b.txt");
+        // With a delimiter, prefixes come from the names the glob keeps.
+        let folded = b.list(&parsed("matchGlob=**/a.txt&delimiter=/"), None);
+        assert_eq!(
+            (names(&folded), folded.prefixes.clone()),
+            (vec!["a.txt"], vec!["d/".to_string()])
+        );
+        let q = crate::wire::Query::parse(Some("matchGlob=d/[a"));
+        let refused = ListQuery::parse(crate::wire::Api::Json, &q, 10).unwrap_err();
+        assert!(
+            format!("{refused:?}").contains("Invalid matchGlob \\\"d/[a\\\""),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
+    fn a_trailing_delimiter_object_is_listed_beside_its_prefix_when_asked() {
+        let b = bucket(&["a/", "a/b", "a/c/", "a/c/d", "e"]);
+        let without = b.list(&parsed("delimiter=/"), None);
+        assert_eq!(
+            (names(&without), without.prefixes.clone()),
+            (vec!["e"], vec!["a/".to_string()])
+        );
+        let with = b.list(&parsed("delimiter=/&includeTrailingDelimiter=true"), None);
+        assert_eq!(
+            (names(&with), with.prefixes.clone()),
+            (vec!["a/", "e"], vec!["a/".to_string()])
+        );
+        // Under the prefix `a/`, the object `a/` is an object like any other.
+        let inner = b.list(
+            &parsed("prefix=a/&delimiter=/&includeTrailingDelimiter=true"),
+            None,
+        );
+        assert_eq!(
+            (names(&inner), inner.prefixes.clone()),
+            (vec!["a/", "a/b", "a/c/"], vec!["a/c/".to_string()])
+        );
+        let q = crate::wire::Query::parse(Some("includeTrailingDelimiter=yes"));
+        assert!(ListQuery::parse(crate::wire::Api::Json, &q, 10).is_err());
+    }
+
     fn names(page: &ListPage) -> Vec<&str> {
         page.objects.iter().map(|(o, _)| o.name.as_str()).collect()
     }
@@ -305,9 +395,9 @@ mod tests {
     #[test]
     fn listing_pages_through_a_prefix_in_name_order() {
         let b = bucket(&["a/1", "a/2", "a/3", "b/1", "a0"]);
-        let first = b.list("a/", None, None, 2);
+        let first = list(&b, "a/", None, None, 2);
         assert_eq!(names(&first), ["a/1", "a/2"]);
-        let next = b.list("a/", None, first.resume_after.as_deref(), 2);
+        let next = list(&b, "a/", None, first.resume_after.as_deref(), 2);
         assert_eq!(names(&next), ["a/3"]);
         assert_eq!(next.resume_after, None);
     }
@@ -315,17 +405,17 @@ mod tests {
     #[test]
     fn a_delimiter_folds_names_into_common_prefixes_across_pages() {
         let b = bucket(&["a/x/1", "a/x/2", "a/y", "a/z/1", "b"]);
-        let first = b.list("a/", Some("/"), None, 2);
+        let first = list(&b, "a/", Some("/"), None, 2);
         assert_eq!(first.prefixes, ["a/x/"]);
         assert_eq!(names(&first), ["a/y"]);
-        let next = b.list("a/", Some("/"), first.resume_after.as_deref(), 2);
+        let next = list(&b, "a/", Some("/"), first.resume_after.as_deref(), 2);
         assert_eq!(next.prefixes, ["a/z/"]);
         assert!(next.objects.is_empty());
-        let all = b.list("", Some("/"), None, 10);
+        let all = list(&b, "", Some("/"), None, 10);
         assert_eq!(all.prefixes, ["a/"]);
         assert_eq!(names(&all), ["b"]);
         // Resuming after a common prefix skips everything under it.
-        let after = b.list("", Some("/"), Some(&format!("a/{AFTER_PREFIX}")), 10);
+        let after = list(&b, "", Some("/"), Some(&format!("a/{AFTER_PREFIX}")), 10);
         assert!(after.prefixes.is_empty());
         assert_eq!(names(&after), ["b"]);
     }

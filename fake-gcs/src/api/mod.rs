@@ -286,12 +286,7 @@ impl Ctx<'_> {
         let b = &self.state.buckets[bucket];
         // An inclusive start resumes after the largest name below it.
         let after = (query.after.clone()).or_else(|| b.last_before(query.from.as_deref()?));
-        let page = b.list(
-            &query.prefix,
-            query.delimiter.as_deref(),
-            after.as_deref(),
-            query.max,
-        );
+        let page = b.list(&query, after.as_deref());
         Ok(page.reply(api, &self.base, bucket, &query))
     }
 

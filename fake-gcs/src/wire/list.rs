@@ -1,8 +1,8 @@
 //! Listing objects: the request's parameters in either API (JSON `maxResults`,
-//! `pageToken`, `startOffset`; XML `max-keys`, `continuation-token`, `start-after`;
-//! both `prefix` and `delimiter`), one page of results, and the page as each API
-//! answers it. Page tokens are the URL-safe base64 of the name the next page
-//! resumes after.
+//! `pageToken`, `startOffset`, `endOffset`, `matchGlob`, `includeTrailingDelimiter`;
+//! XML `max-keys`, `continuation-token`, `start-after`; both `prefix` and
+//! `delimiter`), one page of results, and the page as each API answers it. Page
+//! tokens are the URL-safe base64 of the name the next page resumes after.
 
 use std::fmt::Write as _;
 
@@ -29,7 +29,59 @@ pub struct ListQuery {
     pub after: Option<String>,
     /// Start at this name (inclusive): JSON `startOffset`, without a page token.
     pub from: Option<String>,
+    /// Only names before this one (exclusive): JSON `endOffset`.
+    pub before: Option<String>,
+    /// Only names this glob matches: JSON `matchGlob`.
+    pub glob: Option<NameGlob>,
+    /// With a delimiter, an object whose name (past the prefix) ends with its only
+    /// delimiter is listed among the objects as well as the prefixes: JSON
+    /// `includeTrailingDelimiter=true` (a "folder" object `a/` beside the prefix
+    /// `a/`).
+    pub include_trailing_delimiter: bool,
 }
+
+/// A list's `matchGlob`, as Cloud Storage reads it: `*` and `?` within one
+/// segment of the name (never across `/`), `**` across segments (`**/` also none),
+/// `[abc]`, `[!abc]`, `[a-z]`, `{a,b}`, and `\` escaping the next character.
+#[derive(Debug, Clone)]
+pub struct NameGlob {
+    pattern: String,
+    matcher: globset::GlobMatcher,
+}
+
+impl NameGlob {
+    /// The glob `pattern`; 400 naming the pattern when it is not one.
+    pub fn parse(pattern: &str) -> Result<Self, Rejection> {
+        let glob = globset::GlobBuilder::new(pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .empty_alternates(true)
+            .build()
+            .map_err(|e| Rejection::invalid(format!("Invalid matchGlob {pattern:?}: {e}")))?;
+        Ok(NameGlob {
+            pattern: pattern.to_string(),
+            matcher: glob.compile_matcher(),
+        })
+    }
+
+    /// Whether the glob matches all of `name`.
+    pub fn matches(&self, name: &str) -> bool {
+        self.matcher.is_match(name)
+    }
+
+    /// The pattern as sent.
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+}
+
+impl PartialEq for NameGlob {
+    fn eq(&self, other: &Self) -> bool {
+        self.pattern == other.pattern
+    }
+}
+
+impl Eq for NameGlob {}
 
 impl ListQuery {
     /// The list request in `query`, with at most `max_limit` entries a page; 400 when
@@ -58,12 +110,33 @@ impl ListQuery {
             (None, Api::Json) => (None, query.get(after_key).map(str::to_string)),
             (None, Api::Xml) => (query.get(after_key).map(str::to_string), None),
         };
+        // An empty value is no value, as the service reads it.
+        let json = |key| {
+            (api == Api::Json)
+                .then(|| query.get(key))
+                .flatten()
+                .filter(|v: &&str| !v.is_empty())
+        };
+        // The Python client sends `True`: booleans are read without case.
+        let include_trailing_delimiter = match json("includeTrailingDelimiter") {
+            None => false,
+            Some(v) if v.eq_ignore_ascii_case("false") => false,
+            Some(v) if v.eq_ignore_ascii_case("true") => true,
+            Some(other) => {
+                return Err(Rejection::invalid(format!(
+                    "Invalid includeTrailingDelimiter {other:?}: true or false"
+                )));
+            }
+        };
         Ok(ListQuery {
             prefix: query.get("prefix").unwrap_or("").to_string(),
             delimiter: query.get("delimiter").map(str::to_string),
             max,
             after,
             from,
+            before: json("endOffset").map(str::to_string),
+            glob: json("matchGlob").map(NameGlob::parse).transpose()?,
+            include_trailing_delimiter,
         })
     }
 }

@@ -85,7 +85,7 @@ pub use bucket::{
 /// Percent-encoding of names in URLs and its inverse, the download `Range` header
 /// and the list parameters: exported for the fuzz targets (fuzz/).
 pub use encoding::{decode_path, encode_component};
-pub use list::ListQuery;
+pub use list::{ListQuery, NameGlob};
 pub use range::resolve_range;
 // The fake's own use: a relay answers reads and lists from upstream.
 pub(crate) use encoding::{rfc3339_millis, xml_escape};
