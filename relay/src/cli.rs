@@ -33,6 +33,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::{Access, METRICS_TOKEN_ENV, TOKEN_ENV, Token};
 use crate::handoff;
+use crate::passthrough::PassThrough;
 use crate::relay::{Relay, RelayConfig};
 use crate::server::{DEFAULT_MAX_CONNECTIONS, ServerConfig};
 
@@ -194,14 +195,19 @@ pub async fn run_until(
         false => Duration::ZERO,
     };
     let spool = open_spool(&dir, args.spool_config(), lock_wait).await?;
-    let remote = Remote::new(store);
+    let remote = Remote::new(store.clone());
     let drainer = Drainer::start(spool.clone(), remote.clone(), args.drainer_config()?);
     let uploader_config = UploaderConfig {
         put_timeout: args.put_timeout,
         ..UploaderConfig::default()
     };
     let uploader = Uploader::new(spool.clone(), remote, uploader_config);
-    let relay = Relay::new(args.relay_config(bucket), uploader, Arc::new(SystemClock))?;
+    let config = RelayConfig {
+        pass_through: pass_through(&args, &bucket, &store),
+        ..args.relay_config(bucket)
+    };
+    let pass_through = format!("{:?}", config.pass_through);
+    let relay = Relay::new(config, uploader, Arc::new(SystemClock))?;
     let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let metrics = serve_metrics(&args, metrics_token, &relay, &stopping).await?;
     tracing::info!(
@@ -214,6 +220,7 @@ pub async fn run_until(
         dir = %dir.display(),
         pending = spool.stats().files,
         token = server_config.access.requires_token(),
+        pass_through,
         max_connections = server_config.max_connections,
         "spool-relay listening"
     );
@@ -412,6 +419,47 @@ impl Args {
         }
     }
 }
+
+/// Where requests that are not uploads go: a `gs://` upstream's endpoint over
+/// HTTP (an emulator's without credentials; Cloud Storage's with the bearer token
+/// of the standard credential chain, or 501 naming why there is none), any other
+/// upstream's store.
+fn pass_through(
+    args: &Args,
+    bucket: &str,
+    store: &Arc<dyn object_store::ObjectStore>,
+) -> PassThrough {
+    if !args.upstream.starts_with("gs://") {
+        return PassThrough::store(store.clone());
+    }
+    let emulator = (args.endpoint.clone())
+        .or_else(|| std::env::var(spool::connect::EMULATOR_ENV).ok())
+        .filter(|e| !e.is_empty());
+    let built = match emulator {
+        Some(endpoint) if endpoint.contains("://") => PassThrough::http(&endpoint, None),
+        Some(endpoint) => PassThrough::http(&format!("http://{endpoint}"), None),
+        None => {
+            let gcs = object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                .with_bucket_name(bucket)
+                .build();
+            match gcs {
+                Ok(gcs) => {
+                    let credentials = Some(gcs.credentials().clone());
+                    PassThrough::http(CLOUD_STORAGE_ENDPOINT, credentials)
+                }
+                Err(e) => {
+                    return PassThrough::unavailable(format!(
+                        "it has no Cloud Storage credentials to read with ({e})"
+                    ));
+                }
+            }
+        }
+    };
+    built.unwrap_or_else(|e| PassThrough::unavailable(e.to_string()))
+}
+
+/// Cloud Storage's endpoint for both APIs.
+const CLOUD_STORAGE_ENDPOINT: &str = "https://storage.googleapis.com";
 
 /// The token in the file at `path`; warns when others than its owner may read it.
 fn read_token_file(path: &std::path::Path) -> anyhow::Result<String> {

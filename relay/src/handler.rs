@@ -1,34 +1,38 @@
 //! One HTTP request to the relay: routed by `wire`'s [`Route`] from its head alone,
 //! then served, and counted. A body is read only by the route that takes it, in
 //! pieces as it arrives (`body.rs`): an upload's straight into the spool, a session
-//! chunk's into the session's file; a route that takes no body (404, 501) never
-//! reads one. What it serves:
+//! chunk's into the session's file; a route that takes no body (404, 501, a
+//! passed-through read) never reads one. What it serves:
 //!
 //! | route | answer |
 //! |---|---|
 //! | JSON media and multipart uploads, XML `PUT` | `upload.rs`, streamed into the spool |
 //! | JSON resumable start, its session's requests, `DELETE` of a session | `resumable.rs` |
-//! | `GET /storage/v1/b/{bucket}` of the upstream's bucket | its bucket resource (clients look it up) |
-//! | reads, metadata, lists, deletes, compose, other buckets' resources | 501, saying it is not passed through |
+//! | reads, metadata, lists, deletes, patches, copies, compose on the upstream's bucket | passed through (`passthrough/`): the upstream's answer, streamed; 501 when [`RelayConfig::pass_through`] is off |
+//! | the same on another bucket, with pass-through on | 404 (`The specified bucket does not exist.`) |
+//! | `GET /storage/v1/b/{bucket}` of the upstream's bucket | passed through to an HTTP upstream; otherwise its bucket resource (clients look it up) |
+//! | XML multipart uploads, the bucket list | 501, saying it is not passed through |
 //! | anything else | 404 or 400, as `wire` routes it |
 //!
-//! Every answer, refusals too, is in the request's API (JSON or XML error bodies).
+//! Every answer, refusals too, is in the request's API (JSON or XML error bodies);
+//! a passed-through one is the upstream's. Every request is logged at info with
+//! its status and bytes (a streamed answer's bytes are its `Content-Length`).
 
 use bytes::Bytes;
 use fake_gcs::wire::{
     self, Query, Rejection, Reply, RequestHead, Route, Upload, UploadKind, header,
 };
 use http::{HeaderMap, Method, Request, Response};
-use http_body_util::Full;
 use hyper::body::Incoming;
 
 use crate::body::Pieces;
 use crate::metrics::route_label;
+use crate::passthrough::{self, Forward, Plan, ResponseBody};
 use crate::relay::{Relay, RelayConfig, other_preconditions, unsupported_options};
 use crate::upload::{Framing, body_rejection};
 
 /// Serves one request (hyper's service function); never fails.
-pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Full<Bytes>> {
+pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<ResponseBody> {
     let (parts, body) = req.into_parts();
     let query = Query::parse(parts.uri.query());
     let route = Route::parse(&parts.method, &parts.uri, &query);
@@ -43,6 +47,38 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
     let body = Pieces::new(body, limit)
         .counted(relay.metrics())
         .tallied(received.clone());
+    let pass_through = &relay.config().pass_through;
+    let plan = passthrough::plan(
+        pass_through,
+        &route,
+        parts.uri.path(),
+        &relay.config().bucket,
+    );
+    let logged = Logged {
+        relay: &relay,
+        parts: &parts,
+        started,
+        received: &received,
+    };
+    if let Plan::Forward(op) = plan {
+        let forward = Forward {
+            op,
+            route: &route,
+            method: &parts.method,
+            uri: &parts.uri,
+            headers: &parts.headers,
+            query: &query,
+            body,
+            base: &base,
+        };
+        match pass_through.serve(forward).await {
+            Ok(response) => return logged.streamed(response),
+            Err(failed) => {
+                let reply = failed.rejection().reply(api);
+                return logged.reply(PASS_THROUGH, reply);
+            }
+        }
+    }
     let request = Served {
         relay: &relay,
         method: &parts.method,
@@ -52,43 +88,79 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Ful
         query: &query,
         base: &base,
     };
-    let reply = match declared_too_large(&parts.headers, limit) {
+    let reply = match (declared_too_large(&parts.headers, limit), plan) {
         // Refused before a byte of the body is read.
-        Some(rejection) => rejection.reply(api),
-        None => request
+        (Some(rejection), _) => rejection.reply(api),
+        (None, Plan::OtherBucket) => request.no_such_bucket().reply(api),
+        (None, _) => request
             .serve(&route, body)
             .await
             .unwrap_or_else(|rejection| rejection.reply(api)),
     };
-    let mut reply = wire::answer_308_as_asked(reply, &parts.headers);
-    if reply.status == 503 && !reply.headers.iter().any(|(name, _)| name == "retry-after") {
-        // Every 503 of the relay means "not now": a refusal of the sessions' store
-        // (a full or failing disk, --max-sessions) says when to retry as the
-        // uploader's do (docs/faults.md).
-        let seconds = crate::answer::retry_after_seconds(relay.config().retry_after);
-        reply = reply.header("retry-after", seconds.to_string());
+    let reply = wire::answer_308_as_asked(reply, &parts.headers);
+    logged.reply(route_label(&route), reply)
+}
+
+/// The metrics label of every request passed through.
+const PASS_THROUGH: &str = "pass_through";
+
+/// A request being answered: what its log line and counters need.
+struct Logged<'a> {
+    relay: &'a Relay,
+    parts: &'a http::request::Parts,
+    started: tokio::time::Instant,
+    received: &'a std::sync::atomic::AtomicU64,
+}
+
+impl Logged<'_> {
+    /// `reply` as the relay sends its own answers: a 503 says when to retry, and a
+    /// refusal closes the connection (its body may be unread).
+    fn reply(&self, label: &'static str, mut reply: Reply) -> Response<ResponseBody> {
+        if reply.status == 503 && !reply.headers.iter().any(|(name, _)| name == "retry-after") {
+            // Every 503 of the relay means "not now": a refusal of the sessions'
+            // store (a full or failing disk, --max-sessions) or an upstream that
+            // cannot be reached says when to retry as the uploader's do
+            // (docs/faults.md).
+            let seconds = crate::answer::retry_after_seconds(self.relay.config().retry_after);
+            reply = reply.header("retry-after", seconds.to_string());
+        }
+        if reply.status >= 400 {
+            // The body may be unread: the connection cannot carry another request.
+            reply = reply.header("connection", "close");
+        }
+        let sent = reply.body.len() as u64;
+        self.log(label, reply.status, sent, wire::refusal_message(&reply));
+        let body = passthrough::whole(reply.body.clone());
+        reply.into_response(body)
     }
-    if reply.status >= 400 {
-        // The body may be unread: the connection cannot carry another request.
-        reply = reply.header("connection", "close");
+
+    /// The upstream's answer, passed on as it came; its body streams after this
+    /// line is logged (the bytes sent are its `Content-Length`).
+    fn streamed(&self, response: Response<ResponseBody>) -> Response<ResponseBody> {
+        let sent = (response.headers().get(http::header::CONTENT_LENGTH))
+            .and_then(|v| v.to_str().ok()?.parse().ok())
+            .unwrap_or(0);
+        self.log(PASS_THROUGH, response.status().as_u16(), sent, None);
+        response
     }
-    let label = route_label(&route);
-    relay.metrics().answered(label, reply.status);
-    tracing::info!(
-        target: "spool_relay",
-        method = %parts.method,
-        path = parts.uri.path(),
-        query = %wire::redacted_query(parts.uri.query().unwrap_or("")),
-        route = label,
-        status = reply.status,
-        received_bytes = received.load(std::sync::atomic::Ordering::Relaxed),
-        sent_bytes = reply.body.len(),
-        millis = started.elapsed().as_millis() as u64,
-        message = wire::refusal_message(&reply).unwrap_or_default(),
-        "request"
-    );
-    let body = Full::new(reply.body.clone());
-    reply.into_response(body)
+
+    fn log(&self, label: &'static str, status: u16, sent: u64, message: Option<String>) {
+        self.relay.metrics().answered(label, status);
+        let parts = self.parts;
+        tracing::info!(
+            target: "spool_relay",
+            method = %parts.method,
+            path = parts.uri.path(),
+            query = %wire::redacted_query(parts.uri.query().unwrap_or("")),
+            route = label,
+            status,
+            received_bytes = self.received.load(std::sync::atomic::Ordering::Relaxed),
+            sent_bytes = sent,
+            millis = self.started.elapsed().as_millis() as u64,
+            message = message.unwrap_or_default(),
+            "request"
+        );
+    }
 }
 
 /// One request against the relay, its body not yet read.
@@ -157,6 +229,11 @@ impl Served<'_> {
             } => Err(Rejection::status(*status, message.clone())),
             other => Err(not_passed_through(other)),
         }
+    }
+
+    /// 404 for a request on another bucket than the upstream's.
+    fn no_such_bucket(&self) -> Rejection {
+        Rejection::status(404, "The specified bucket does not exist.")
     }
 
     /// 404 in the relay's words (`wire`'s name the fake).

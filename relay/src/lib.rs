@@ -18,7 +18,13 @@
 //!   through the spool (encryption keys, ACLs, holds), are refused with 400.
 //! - A full spool is 503 with `Retry-After`: the client's own retry loop is the
 //!   backpressure. Permanent refusals (400, 403, 404, 412, 413) are passed through.
-//! - Reads, metadata and lists are not passed through: 501, saying so.
+//! - Everything else on the upstream's bucket (reads, metadata, lists, deletes,
+//!   patches, copies, compose) passes through to the upstream when
+//!   [`RelayConfig::pass_through`] says where ([`PassThrough`]; the command sets
+//!   it): the upstream's answer comes back as it gave it, its body streamed.
+//!   Without it (the library's default) they are answered 501, saying so. The
+//!   relay reads with its own credentials: whoever may write through it may read
+//!   the bucket through it; the token and loopback rules apply to every route.
 //!
 //! ## Design constraints
 //!
@@ -44,7 +50,8 @@
 //! | `relay.rs` | [`Relay`]: its configuration and state, one upload from parsed request to answer |
 //! | `resumable.rs` | resumable uploads: open a session, take its chunks, complete it through [`Relay`], cancel it |
 //! | `sessions/` | the resumable sessions, durable beside the spool: unguessable IDs, chunks on disk, limits (`mod.rs`); the table and its checked totals (`table.rs`); the one latching path to the disk (`disk.rs`); file names and formats (`files.rs`) |
-//! | `handler.rs` | one HTTP request: route it from its head, serve it, count it |
+//! | `handler.rs` | one HTTP request: route it from its head, serve it or pass it through, count and log it |
+//! | `passthrough/` | [`PassThrough`]: which requests go to the upstream (`mod.rs`), forwarded over HTTP(S) with the relay's credentials (`http.rs`, feature `http-upstream`), or answered from a `file://` store in Cloud Storage's shapes (`store.rs`) |
 //! | `body.rs` | a request body read in pieces as it arrives, never whole |
 //! | `upload.rs` | media, multipart and XML uploads, streamed into the spool |
 //! | `answer.rs` | answers: the object resource built from what was written, refusals with their statuses |
@@ -67,6 +74,7 @@ mod handler;
 #[cfg(feature = "cli")]
 mod handoff;
 pub mod metrics;
+mod passthrough;
 #[allow(clippy::module_inception)]
 mod relay;
 mod resumable;
@@ -78,6 +86,7 @@ mod upload;
 pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
 pub use auth::{Access, Token};
 pub use metrics::RelayMetrics;
+pub use passthrough::{PassThrough, PassThroughError};
 pub use relay::{
     CLOUD_STORAGE_MAX_OBJECT_BYTES, ConfigError, MAX_ENTRY_HEAD_BYTES, MULTIPART_OVERHEAD_BYTES,
     Relay, RelayConfig,

@@ -25,8 +25,9 @@ pub mod names {
 }
 
 /// Every `route` label value: the upload kinds, a resumable session's requests,
-/// the bucket lookup, what is not passed through, and requests `wire` refuses.
-pub const ROUTES: [&str; 9] = [
+/// the bucket lookup, what is passed through to the upstream and what is not, and
+/// requests `wire` refuses.
+pub const ROUTES: [&str; 10] = [
     "media",
     "multipart",
     "resumable_start",
@@ -34,6 +35,7 @@ pub const ROUTES: [&str; 9] = [
     "resumable_cancel",
     "xml_put",
     "bucket_get",
+    "pass_through",
     "not_passed_through",
     "invalid",
 ];

@@ -17,6 +17,7 @@ use spool::{Clock, Spool, SpoolConfig, Uploader};
 
 use crate::answer;
 use crate::metrics::RelayMetrics;
+use crate::passthrough::PassThrough;
 use crate::sessions::{Limits, SessionStore};
 
 /// Room for a multipart body's metadata part and boundaries beside its media:
@@ -74,6 +75,10 @@ pub struct RelayConfig {
     /// the spool as they arrive. Default 64 MiB; at most 4 GiB; 0 stages every
     /// upload.
     pub max_buffered_bytes: u64,
+    /// Where requests that are not uploads go (reads, lists, deletes, metadata,
+    /// compose): the upstream, or nowhere ([`PassThrough::off`], the default:
+    /// they are answered 501).
+    pub pass_through: PassThrough,
 }
 
 /// A [`RelayConfig`] that does not hold together, naming the field.
@@ -117,6 +122,7 @@ impl RelayConfig {
             session_id_seed: None,
             retry_after: Duration::from_secs(1),
             max_buffered_bytes: 64 << 20,
+            pass_through: PassThrough::off(),
         }
     }
 

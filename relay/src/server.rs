@@ -436,7 +436,7 @@ fn refuse(
     relay: &Relay,
     req: &http::Request<Incoming>,
     refusal: &Refusal,
-) -> http::Response<http_body_util::Full<bytes::Bytes>> {
+) -> http::Response<crate::passthrough::ResponseBody> {
     let query = Query::parse(req.uri().query());
     let route = Route::parse(req.method(), req.uri(), &query);
     let label = route_label(&route);
@@ -452,7 +452,7 @@ fn refuse(
         "request refused before its handler"
     );
     let reply = refusal.reply(route.api());
-    let body = http_body_util::Full::new(reply.body.clone());
+    let body = crate::passthrough::whole(reply.body.clone());
     reply.into_response(body)
 }
 

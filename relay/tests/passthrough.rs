@@ -1,0 +1,495 @@
+//! Pass-through: what is not an upload goes to the upstream and comes back as the
+//! upstream answered it. The relay in front of the fake (an HTTP upstream), and in
+//! front of a local directory (a `file://` store).
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{BUCKET, Harness, Setup, body_json, encode, real_fake};
+use fake_gcs::{FakeGcs, FaultPlan};
+use relay::{PassThrough, RelayConfig};
+use serde_json::{Value, json};
+
+/// A relay in front of the fake at `fake_base` that passes everything but
+/// uploads through to it.
+async fn passing_through(fake_base: &str) -> Harness {
+    let config = RelayConfig {
+        max_object_bytes: Some(1 << 20),
+        pass_through: PassThrough::http(fake_base, None).unwrap(),
+        ..RelayConfig::new(BUCKET)
+    };
+    let setup = Setup {
+        relay: Some(config),
+        ..Setup::default()
+    };
+    Harness::in_front_of(fake_base, setup).await
+}
+
+/// Uploads `name` through the relay: stored in the fake.
+async fn put(h: &Harness, name: &str, data: &[u8]) {
+    let response = h.media(name, data).await;
+    assert_eq!(response.status(), 200, "{:?}", response.text().await);
+    assert_eq!(common::outcome(&response), "stored");
+}
+
+/// `GET {relay}{path}`.
+async fn get(h: &Harness, path: &str) -> reqwest::Response {
+    h.http
+        .get(format!("{}{path}", h.base))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The names and prefixes of a JSON list page, and its next page token.
+fn listed(page: &Value) -> (Vec<String>, Vec<String>, Option<String>) {
+    let names = page["items"].as_array().map_or(Vec::new(), |items| {
+        (items.iter())
+            .map(|item| item["name"].as_str().unwrap().to_string())
+            .collect()
+    });
+    let prefixes = page["prefixes"].as_array().map_or(Vec::new(), |prefixes| {
+        (prefixes.iter())
+            .map(|p| p.as_str().unwrap().to_string())
+            .collect()
+    });
+    let token = page["nextPageToken"].as_str().map(str::to_string);
+    (names, prefixes, token)
+}
+
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| n.to_string()).collect()
+}
+
+#[tokio::test]
+async fn objects_written_through_the_relay_read_back_through_it_as_the_fake_answers() {
+    let (fake, fake_base) = real_fake().await;
+    let h = passing_through(&fake_base).await;
+    put(&h, "logs/a b.txt", b"0123456789").await;
+
+    let metadata = get(
+        &h,
+        &format!("/storage/v1/b/{BUCKET}/o/{}", encode("logs/a b.txt")),
+    )
+    .await;
+    assert_eq!(metadata.status(), 200);
+    let resource = body_json(metadata).await;
+    assert_eq!(resource["name"], json!("logs/a b.txt"));
+    assert_eq!(resource["size"], json!("10"));
+    let record = fake.object(BUCKET, "logs/a b.txt").unwrap();
+    assert_eq!(resource["generation"], json!(record.generation.to_string()));
+
+    let path = format!(
+        "/storage/v1/b/{BUCKET}/o/{}?alt=media",
+        encode("logs/a b.txt")
+    );
+    let media = get(&h, &path).await;
+    assert_eq!(media.status(), 200);
+    assert!(media.headers().contains_key("x-goog-hash"));
+    assert_eq!(&media.bytes().await.unwrap()[..], b"0123456789");
+
+    let range = h
+        .http
+        .get(format!("{}{path}", h.base))
+        .header("range", "bytes=2-5");
+    let range = range.send().await.unwrap();
+    assert_eq!(range.status(), 206);
+    assert_eq!(range.headers()["content-range"], "bytes 2-5/10");
+    assert_eq!(&range.bytes().await.unwrap()[..], b"2345");
+
+    let stale = h.http.get(format!("{}{path}&ifGenerationMatch=1", h.base));
+    assert_eq!(
+        stale.send().await.unwrap().status(),
+        412,
+        "a precondition passes through"
+    );
+
+    let xml = format!("/{BUCKET}/{}", encode("logs/a b.txt"));
+    let xml_get = get(&h, &xml).await;
+    assert_eq!(xml_get.status(), 200);
+    assert_eq!(&xml_get.bytes().await.unwrap()[..], b"0123456789");
+    let head = h
+        .http
+        .head(format!("{}{xml}", h.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(head.headers()["content-length"], "10");
+    assert_eq!(
+        head.headers()["x-goog-generation"],
+        record.generation.to_string().as_str()
+    );
+    h.stopped().await;
+}
+
+#[tokio::test]
+async fn lists_pass_through_with_prefix_delimiter_and_pages() {
+    let (_fake, fake_base) = real_fake().await;
+    let h = passing_through(&fake_base).await;
+    for name in ["p/a", "p/b", "p/d/1", "p/d/2", "p/e", "q/x"] {
+        put(&h, name, name.as_bytes()).await;
+    }
+    let folded = get(
+        &h,
+        &format!("/storage/v1/b/{BUCKET}/o?prefix=p/&delimiter=/"),
+    )
+    .await;
+    assert_eq!(folded.status(), 200);
+    let (names, prefixes, token) = listed(&body_json(folded).await);
+    assert_eq!(names, strings(&["p/a", "p/b", "p/e"]));
+    assert_eq!(prefixes, strings(&["p/d/"]));
+    assert_eq!(token, None);
+
+    let mut all = Vec::new();
+    let mut query = format!("/storage/v1/b/{BUCKET}/o?prefix=p/&maxResults=2");
+    let mut pages = 0;
+    loop {
+        let page = get(&h, &query).await;
+        assert_eq!(page.status(), 200);
+        let (names, _, token) = listed(&body_json(page).await);
+        assert!(names.len() <= 2, "{names:?}");
+        all.extend(names);
+        pages += 1;
+        match token {
+            Some(token) => {
+                query = format!("/storage/v1/b/{BUCKET}/o?prefix=p/&maxResults=2&pageToken={token}")
+            }
+            None => break,
+        }
+    }
+    assert_eq!(all, strings(&["p/a", "p/b", "p/d/1", "p/d/2", "p/e"]));
+    assert_eq!(pages, 3);
+
+    let xml = get(&h, &format!("/{BUCKET}?list-type=2&prefix=q/")).await;
+    assert_eq!(xml.status(), 200);
+    let text = xml.text().await.unwrap();
+    assert!(text.contains("<Key>q/x</Key>"), "{text}");
+    assert!(!text.contains("<Key>p/a</Key>"), "{text}");
+    h.stopped().await;
+}
+
+#[tokio::test]
+async fn deletes_and_missing_objects_pass_through_and_other_buckets_are_404() {
+    let (fake, fake_base) = real_fake().await;
+    let h = passing_through(&fake_base).await;
+    put(&h, "gone", b"x").await;
+    put(&h, "xml-gone", b"y").await;
+
+    let delete = h
+        .http
+        .delete(format!("{}/storage/v1/b/{BUCKET}/o/gone", h.base));
+    assert_eq!(delete.send().await.unwrap().status(), 204);
+    assert!(fake.object(BUCKET, "gone").is_none());
+    let xml_delete = h.http.delete(format!("{}/{BUCKET}/xml-gone", h.base));
+    assert_eq!(xml_delete.send().await.unwrap().status(), 204);
+    assert!(fake.object(BUCKET, "xml-gone").is_none());
+
+    // The fake's own 404, body and all.
+    let straight = reqwest::get(format!("{fake_base}/storage/v1/b/{BUCKET}/o/gone"))
+        .await
+        .unwrap();
+    let (status, expected) = (straight.status(), straight.text().await.unwrap());
+    let missing = get(&h, &format!("/storage/v1/b/{BUCKET}/o/gone")).await;
+    assert_eq!(
+        (missing.status(), status),
+        (404.try_into().unwrap(), status)
+    );
+    assert_eq!(missing.text().await.unwrap(), expected);
+    let xml_missing = get(&h, &format!("/{BUCKET}/gone")).await;
+    assert_eq!(xml_missing.status(), 404);
+
+    for path in [
+        "/storage/v1/b/other/o/gone",
+        "/storage/v1/b/other/o",
+        "/other/gone",
+    ] {
+        let other = get(&h, path).await;
+        assert_eq!(other.status(), 404, "{path}");
+        let text = other.text().await.unwrap();
+        assert!(text.contains("bucket does not exist"), "{path}: {text}");
+    }
+    let other_delete = h.http.delete(format!("{}/storage/v1/b/other/o/x", h.base));
+    assert_eq!(other_delete.send().await.unwrap().status(), 404);
+    h.stopped().await;
+}
+
+/// Every read the fake serves fails with `status`.
+fn fail_reads(fake: &FakeGcs, status: u16) {
+    let plan = format!("[[fault]]\nops = \"reads\"\nmix = {{ \"{status}\" = 1.0 }}\n");
+    fake.add_faults(FaultPlan::from_toml(&plan).unwrap())
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_upstreams_failures_pass_through_and_an_unreachable_one_is_503_naming_it() {
+    let (fake, fake_base) = real_fake().await;
+    let h = passing_through(&fake_base).await;
+    put(&h, "a", b"a").await;
+    fail_reads(&fake, 503);
+    let path = format!("/storage/v1/b/{BUCKET}/o/a?alt=media");
+    let straight = reqwest::get(format!("{fake_base}{path}")).await.unwrap();
+    assert_eq!(straight.status(), 503);
+    let failed = get(&h, &path).await;
+    assert_eq!(failed.status(), 503);
+    let text = failed.text().await.unwrap();
+    assert!(
+        !text.contains("cannot be reached"),
+        "the fake's own 503: {text}"
+    );
+    fake.clear_faults();
+    fail_reads(&fake, 429);
+    assert_eq!(get(&h, &path).await.status(), 429);
+    fake.clear_faults();
+    assert_eq!(get(&h, &path).await.status(), 200);
+    h.stopped().await;
+
+    // Nothing listens on the discard port of loopback.
+    let nowhere = "http://127.0.0.1:9";
+    let h = passing_through(nowhere).await;
+    let unreachable = get(&h, &path).await;
+    assert_eq!(unreachable.status(), 503);
+    assert!(unreachable.headers().contains_key("retry-after"));
+    let text = unreachable.text().await.unwrap();
+    assert!(
+        text.contains("the upstream http://127.0.0.1:9 cannot be reached"),
+        "{text}"
+    );
+    h.stopped().await;
+}
+
+#[tokio::test]
+async fn a_large_object_streams_through_in_pieces() {
+    let (fake, fake_base) = real_fake().await;
+    let h = passing_through(&fake_base).await;
+    let size = 32 << 20;
+    let data: Vec<u8> = (0..size).map(|i| (i * 7 + i / 4093) as u8).collect();
+    // Written straight to the fake: the relay takes uploads of at most 1 MiB here.
+    let upload = reqwest::Client::new()
+        .post(format!(
+            "{fake_base}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=big"
+        ))
+        .body(data.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(upload.status(), 200);
+    assert_eq!(fake.object(BUCKET, "big").unwrap().size, size as u64);
+
+    let mut download = get(&h, &format!("/storage/v1/b/{BUCKET}/o/big?alt=media")).await;
+    assert_eq!(download.status(), 200);
+    assert_eq!(
+        download.headers()["content-length"],
+        size.to_string().as_str()
+    );
+    let (mut pieces, mut received, mut largest) = (0, 0usize, 0usize);
+    while let Some(piece) = download.chunk().await.unwrap() {
+        assert_eq!(&piece[..], &data[received..received + piece.len()]);
+        received += piece.len();
+        largest = largest.max(piece.len());
+        pieces += 1;
+    }
+    assert_eq!(received, size);
+    assert!(pieces > 32, "{pieces} pieces");
+    assert!(largest <= 1 << 20, "a piece of {largest} bytes");
+    h.stopped().await;
+}
+
+/// An upstream that answers one request `200 ok` and hands over its head.
+async fn one_request_upstream() -> (String, tokio::sync::oneshot::Receiver<String>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).await.unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nx-upstream: yes\r\n\r\nok";
+        conn.write_all(answer).await.unwrap();
+        let _ = tx.send(String::from_utf8_lossy(&head).to_lowercase());
+    });
+    (base, rx)
+}
+
+#[tokio::test]
+async fn the_request_goes_upstream_without_the_relays_token_and_hop_by_hop_headers() {
+    let (upstream, head) = one_request_upstream().await;
+    let h = passing_through(&upstream).await;
+    let answer = h
+        .http
+        .get(format!(
+            "{}/storage/v1/b/{BUCKET}/o/a?alt=media&ifGenerationMatch=7",
+            h.base
+        ))
+        .header("authorization", "Bearer not-for-the-upstream")
+        .header("range", "bytes=0-1")
+        .header("x-goog-api-client", "tool/1")
+        .header("connection", "keep-alive, x-private")
+        .header("x-private", "1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["x-upstream"], "yes");
+    assert_eq!(answer.text().await.unwrap(), "ok");
+    let head = head.await.unwrap();
+    assert!(
+        head.starts_with("get /storage/v1/b/bkt/o/a?alt=media&ifgenerationmatch=7 http/1.1"),
+        "{head}"
+    );
+    assert!(head.contains("range: bytes=0-1"), "{head}");
+    assert!(head.contains("x-goog-api-client: tool/1"), "{head}");
+    assert!(!head.contains("not-for-the-upstream"), "{head}");
+    assert!(!head.contains("authorization"), "{head}");
+    assert!(!head.contains("x-private"), "{head}");
+    h.stopped().await;
+}
+
+/// A relay writing into the directory `root` (a `file://` upstream) that answers
+/// reads from it.
+async fn over_a_directory(root: &std::path::Path) -> Harness {
+    let url = format!("file://{}", root.display());
+    let store: Arc<dyn object_store::ObjectStore> =
+        spool::connect::store_from_url(&url, None).unwrap();
+    let config = RelayConfig {
+        max_object_bytes: Some(1 << 20),
+        pass_through: PassThrough::store(store.clone()),
+        ..RelayConfig::new(BUCKET)
+    };
+    let setup = Setup {
+        relay: Some(config),
+        ..Setup::default()
+    };
+    Harness::writing_to(store, setup).await
+}
+
+#[tokio::test]
+async fn a_file_upstream_answers_gets_ranges_lists_and_deletes_in_cloud_storages_shapes() {
+    let root = tempfile::tempdir().unwrap();
+    let h = over_a_directory(root.path()).await;
+    for name in ["p/a", "p/d/1", "p/d/2", "p/e", "q"] {
+        // No content type: a local directory keeps no attributes.
+        let query = format!("uploadType=media&ifGenerationMatch=0&name={}", encode(name));
+        let upload = h.upload(BUCKET, &query).body(format!("bytes of {name}"));
+        let upload = upload.send().await.unwrap();
+        assert_eq!(upload.status(), 200, "{:?}", upload.text().await);
+    }
+    let metadata = get(&h, &format!("/storage/v1/b/{BUCKET}/o/{}", encode("p/a"))).await;
+    assert_eq!(metadata.status(), 200);
+    let resource = body_json(metadata).await;
+    assert_eq!(
+        (&resource["name"], &resource["bucket"], &resource["size"]),
+        (&json!("p/a"), &json!(BUCKET), &json!("12"))
+    );
+    let media = format!("/storage/v1/b/{BUCKET}/o/{}?alt=media", encode("p/d/1"));
+    assert_eq!(
+        &get(&h, &media).await.bytes().await.unwrap()[..],
+        b"bytes of p/d/1"
+    );
+    let range = h
+        .http
+        .get(format!("{}{media}", h.base))
+        .header("range", "bytes=-3");
+    let range = range.send().await.unwrap();
+    assert_eq!(range.status(), 206);
+    assert_eq!(range.headers()["content-range"], "bytes 11-13/14");
+    assert_eq!(&range.bytes().await.unwrap()[..], b"d/1");
+    let head = h
+        .http
+        .head(format!("{}/{BUCKET}/p/e", h.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (head.status().as_u16(), &head.headers()["content-length"]),
+        (200, &"12".parse().unwrap())
+    );
+
+    let folded = get(
+        &h,
+        &format!("/storage/v1/b/{BUCKET}/o?prefix=p/&delimiter=/"),
+    )
+    .await;
+    let (names, prefixes, token) = listed(&body_json(folded).await);
+    assert_eq!(
+        (names, prefixes, token),
+        (strings(&["p/a", "p/e"]), strings(&["p/d/"]), None)
+    );
+    let first = get(&h, &format!("/storage/v1/b/{BUCKET}/o?maxResults=3")).await;
+    let (names, _, token) = listed(&body_json(first).await);
+    assert_eq!(names, strings(&["p/a", "p/d/1", "p/d/2"]));
+    let next = format!(
+        "/storage/v1/b/{BUCKET}/o?maxResults=3&pageToken={}",
+        token.unwrap()
+    );
+    let (names, _, token) = listed(&body_json(get(&h, &next).await).await);
+    assert_eq!((names, token), (strings(&["p/e", "q"]), None));
+
+    let delete = h
+        .http
+        .delete(format!("{}/storage/v1/b/{BUCKET}/o/q", h.base));
+    assert_eq!(delete.send().await.unwrap().status(), 204);
+    assert!(!root.path().join("q").exists());
+    assert_eq!(
+        get(&h, &format!("/storage/v1/b/{BUCKET}/o/q"))
+            .await
+            .status(),
+        404
+    );
+
+    let compose = h
+        .http
+        .post(format!("{}/storage/v1/b/{BUCKET}/o/c/compose", h.base));
+    let compose = compose.body("{}").send().await.unwrap();
+    assert_eq!(compose.status(), 501);
+    let text = compose.text().await.unwrap();
+    assert!(
+        text.contains("does not pass this request through"),
+        "{text}"
+    );
+    h.stopped().await;
+}
+
+#[tokio::test]
+async fn a_download_reaches_the_client_before_the_upstream_has_sent_it_all() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = format!("http://{}", listener.local_addr().unwrap());
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let half = vec![7u8; 1 << 20];
+    let sent = half.clone();
+    tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut byte = [0u8; 1];
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).await.unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        let length = 2 * sent.len();
+        let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {length}\r\n\r\n");
+        conn.write_all(answer.as_bytes()).await.unwrap();
+        conn.write_all(&sent).await.unwrap();
+        let _ = released.await;
+        conn.write_all(&sent).await.unwrap();
+    });
+    let h = passing_through(&upstream).await;
+    let mut download = get(&h, &format!("/storage/v1/b/{BUCKET}/o/big?alt=media")).await;
+    assert_eq!(download.status(), 200);
+    let mut received = 0;
+    while received < half.len() {
+        let piece = tokio::time::timeout(common::PATIENCE, download.chunk()).await;
+        let piece = piece.expect("the first half arrives while the upstream holds the rest");
+        received += piece.unwrap().unwrap().len();
+    }
+    release.send(()).unwrap();
+    while let Some(piece) = download.chunk().await.unwrap() {
+        received += piece.len();
+    }
+    assert_eq!(received, 2 * half.len());
+    h.stopped().await;
+}
