@@ -59,7 +59,13 @@ fn main() {
 
     let fake = Process::start(
         &fake_bin,
-        &["--listen", "127.0.0.1:0", "--drop-bytes"],
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--bucket",
+            BUCKET,
+            "--drop-bytes",
+        ],
         "addr",
     );
     let relay = start_relay(&relay_bin, &scratch.join("spool"), &fake.addr);

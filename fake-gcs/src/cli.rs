@@ -26,7 +26,8 @@ pub struct Args {
     #[arg(long, env = "FAKE_GCS_LISTEN", default_value = "127.0.0.1:4443")]
     pub listen: SocketAddr,
     /// A bucket that exists (repeatable; the variable takes a comma-separated
-    /// list). Without any, every bucket name is created on first use.
+    /// list). Other buckets exist once created (`POST /storage/v1/b`), as in
+    /// Cloud Storage, unless --create-buckets-on-use.
     #[arg(
         long = "bucket",
         value_name = "NAME",
@@ -34,6 +35,10 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub buckets: Vec<String>,
+    /// Create a bucket the first time a request names it (a valid name, not one
+    /// deleted since), instead of answering 404 as Cloud Storage does.
+    #[arg(long, env = "FAKE_GCS_CREATE_BUCKETS_ON_USE")]
+    pub create_buckets_on_use: bool,
     /// Fault plan (TOML: [[fault]] windows, [capacity], [[refuse]]).
     #[arg(long, value_name = "FILE", env = "FAKE_GCS_FAULTS")]
     pub faults: Option<PathBuf>,
@@ -58,8 +63,8 @@ pub struct Args {
 }
 
 impl Args {
-    /// The fake's configuration: the buckets (any bucket on demand when none is
-    /// given), the plan read from `--faults`, the seed, and bytes kept unless
+    /// The fake's configuration: the buckets (any bucket on first use with
+    /// --create-buckets-on-use), the plan read from `--faults`, the seed, and bytes kept unless
     /// `--drop-bytes`. Fails when the plan cannot be read or is invalid.
     pub fn config(&self) -> anyhow::Result<FakeGcsConfig> {
         let faults = match &self.faults {
@@ -77,7 +82,7 @@ impl Args {
             .map(str::to_string)
             .collect();
         Ok(FakeGcsConfig {
-            auto_create_buckets: buckets.is_empty(),
+            auto_create_buckets: self.create_buckets_on_use,
             buckets,
             keep_bytes: !self.drop_bytes,
             seed: self.seed,
@@ -135,7 +140,9 @@ mod tests {
     fn bytes_are_kept_unless_dropped() {
         let plain = parse(&["--listen", "127.0.0.1:0"]).unwrap();
         assert!(plain.config().unwrap().keep_bytes);
-        assert!(plain.config().unwrap().auto_create_buckets);
+        assert!(!plain.config().unwrap().auto_create_buckets);
+        let on_use = parse(&["--create-buckets-on-use"]).unwrap();
+        assert!(on_use.config().unwrap().auto_create_buckets);
         let dropped = parse(&["--drop-bytes"]).unwrap();
         assert!(!dropped.config().unwrap().keep_bytes);
         let old = parse(&["--keep-bytes"]).unwrap();
@@ -152,7 +159,7 @@ mod tests {
         assert!(!config.auto_create_buckets);
         // An empty list (as `FAKE_GCS_BUCKETS=` gives) names no bucket.
         let empty = parse(&["--bucket", ""]).unwrap().config().unwrap();
-        assert!(empty.buckets.is_empty() && empty.auto_create_buckets);
+        assert!(empty.buckets.is_empty() && !empty.auto_create_buckets);
     }
 
     #[test]

@@ -61,14 +61,43 @@ fn start(args: &[&str], env: &[(&str, &str)]) -> Running {
 }
 
 #[tokio::test]
-async fn started_with_only_listen_it_keeps_bytes_and_makes_buckets() {
+async fn started_with_only_listen_it_keeps_bytes_and_has_the_buckets_it_is_given() {
     let fake = start(&["--listen", "127.0.0.1:0"], &[]);
     assert!(fake.banner.contains("keep_bytes=true"), "{}", fake.banner);
-    let put = send(&fake.base, Method::PUT, "/any-bucket/a", &[], "hello").await;
+    let base = &fake.base;
+    // As in Cloud Storage, a bucket nobody created does not exist: an upload, a
+    // read, a list and a delete of it are 404, and it is not made by them.
+    let put = send(base, Method::PUT, "/any-bucket/a", &[], "hello").await;
+    assert_eq!(put.status(), StatusCode::NOT_FOUND);
+    for path in ["/storage/v1/b/any-bucket", "/storage/v1/b/any-bucket/o"] {
+        let get = send(base, Method::GET, path, &[], "").await;
+        assert_eq!(get.status(), StatusCode::NOT_FOUND, "GET {path}");
+    }
+    let delete = send(base, Method::DELETE, "/storage/v1/b/any-bucket", &[], "").await;
+    assert_eq!(delete.status(), StatusCode::NOT_FOUND);
+    // Created, it takes uploads.
+    let body = r#"{"name":"any-bucket"}"#;
+    let created = send(base, Method::POST, "/storage/v1/b?project=p", &[], body).await;
+    assert_eq!(created.status(), StatusCode::OK);
+    let put = send(base, Method::PUT, "/any-bucket/a", &[], "hello").await;
     assert_eq!(put.status(), StatusCode::OK);
-    let get = send(&fake.base, Method::GET, "/any-bucket/a", &[], "").await;
+    let get = send(base, Method::GET, "/any-bucket/a", &[], "").await;
     assert_eq!(get.status(), StatusCode::OK);
     assert_eq!(&get.body()[..], b"hello");
+}
+
+#[tokio::test]
+async fn created_on_use_a_bucket_still_needs_a_name_cloud_storage_takes() {
+    let fake = start(&["--listen", "127.0.0.1:0", "--create-buckets-on-use"], &[]);
+    let base = &fake.base;
+    let put = send(base, Method::PUT, "/any-bucket/a", &[], "hello").await;
+    assert_eq!(put.status(), StatusCode::OK);
+    // `vb` is too short for POST /storage/v1/b, so no upload makes it either.
+    let short = send(base, Method::PUT, "/vb/a", &[], "hello").await;
+    assert_eq!(short.status(), StatusCode::NOT_FOUND);
+    // A delete of a bucket never made is 404, not a bucket made and deleted.
+    let delete = send(base, Method::DELETE, "/storage/v1/b/never-made", &[], "").await;
+    assert_eq!(delete.status(), StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

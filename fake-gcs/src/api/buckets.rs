@@ -105,7 +105,12 @@ impl Ctx<'_> {
         let conditions = Conditions::parse(self.query, "if")?;
         let body = Self::json_body(data)?;
         let now_ms = self.now_ms;
-        let b = self.existing(bucket)?;
+        let b = match verb {
+            // A delete never creates the bucket it deletes (404 when it is missing).
+            Verb::Delete => (self.state.buckets.get_mut(bucket))
+                .ok_or_else(|| Rejection::NoSuchBucket(bucket.to_string()))?,
+            _ => self.existing(bucket)?,
+        };
         if !conditions.hold(Some((0, b.meta.metageneration))) {
             return Err(Rejection::PreconditionFailed);
         }
@@ -236,7 +241,7 @@ impl Ctx<'_> {
 /// Cloud Storage's rules for bucket names, in short: 3 to 63 characters (222 with
 /// dots) of lower-case letters, digits, `-`, `_` and `.`, starting and ending with
 /// a letter or digit; 400 naming the rule otherwise.
-fn check_bucket_name(name: &str) -> Result<(), Rejection> {
+pub(super) fn check_bucket_name(name: &str) -> Result<(), Rejection> {
     let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c);
     let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     let max = if name.contains('.') { 222 } else { 63 };

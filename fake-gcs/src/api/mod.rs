@@ -207,12 +207,14 @@ impl Ctx<'_> {
         self.state.buckets.contains_key(name)
     }
 
-    /// Creates the bucket when the fake creates buckets on first use and a request
-    /// has not deleted it.
+    /// Creates the bucket when the fake creates buckets on first use, a request has
+    /// not deleted it, and Cloud Storage would take its name (`POST
+    /// /storage/v1/b` refuses the others; they stay 404 here).
     fn ensure_bucket(&mut self, name: &str) {
         if self.fake.inner.auto_create_buckets
             && !self.state.buckets.contains_key(name)
             && !self.state.deleted_buckets.contains(name)
+            && buckets::check_bucket_name(name).is_ok()
         {
             self.state
                 .buckets
