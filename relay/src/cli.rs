@@ -206,7 +206,7 @@ pub async fn run_until(
         pass_through: pass_through(&args, &bucket, &store),
         ..args.relay_config(bucket)
     };
-    let pass_through = format!("{:?}", config.pass_through);
+    let pass_through = config.pass_through.to_string();
     let relay = Relay::new(config, uploader, Arc::new(SystemClock))?;
     let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let metrics = serve_metrics(&args, metrics_token, &relay, &stopping).await?;
@@ -220,7 +220,7 @@ pub async fn run_until(
         dir = %dir.display(),
         pending = spool.stats().files,
         token = server_config.access.requires_token(),
-        pass_through,
+        pass_through = %pass_through,
         max_connections = server_config.max_connections,
         "spool-relay listening"
     );

@@ -222,3 +222,80 @@ async fn sigterm_right_after_the_listening_line_is_a_graceful_stop() {
         assert!(status.success(), "attempt {attempt}: {status:?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_passes_reads_and_lists_through_to_its_upstream_and_logs_them() {
+    let (fake, fake_base) = real_fake().await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = format!("gs://{BUCKET}");
+    let args = [
+        "--dir",
+        "spool",
+        "--upstream",
+        &upstream,
+        "--endpoint",
+        &fake_base,
+    ];
+    let (relay, mut log, addr) = start(dir.path(), &args).await;
+    let http = reqwest::Client::new();
+    let url = format!(
+        "http://{addr}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&ifGenerationMatch=0&name=d/a"
+    );
+    let upload = http.post(url).body("through").send().await.unwrap();
+    assert_eq!(upload.status(), 200);
+    assert_eq!(stored(&fake, "d/a").as_deref(), Some(&b"through"[..]));
+
+    let media = format!("http://{addr}/storage/v1/b/{BUCKET}/o/d%2Fa?alt=media");
+    let media = http.get(media).send().await.unwrap();
+    assert_eq!(media.status(), 200);
+    assert_eq!(media.text().await.unwrap(), "through");
+    let line = line_with(&mut log, "route=\"pass_through\"").await;
+    assert!(line.contains("status=200"), "{line}");
+    assert!(line.contains("sent_bytes=7"), "{line}");
+    assert!(line.contains("method=GET"), "{line}");
+
+    let list = format!("http://{addr}/storage/v1/b/{BUCKET}/o?prefix=d/&delimiter=/");
+    let list = common::body_json(http.get(list).send().await.unwrap()).await;
+    assert_eq!(list["items"][0]["name"], "d/a");
+    terminate(&relay);
+    assert!(exited(relay, &mut log).await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_answers_reads_from_a_file_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects");
+    let upstream = format!("file://{}", objects.display());
+    let args = [
+        "--dir",
+        "spool",
+        "--upstream",
+        &upstream,
+        "--bucket",
+        BUCKET,
+    ];
+    let (relay, mut log, addr) = start(dir.path(), &args).await;
+    let http = reqwest::Client::new();
+    let url = format!(
+        "http://{addr}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&ifGenerationMatch=0&name=f"
+    );
+    assert_eq!(
+        http.post(url).body("local").send().await.unwrap().status(),
+        200
+    );
+    let resource = format!("http://{addr}/storage/v1/b/{BUCKET}/o/f");
+    let resource = common::body_json(http.get(resource).send().await.unwrap()).await;
+    assert_eq!(
+        (&resource["name"], &resource["size"]),
+        (&"f".into(), &"5".into())
+    );
+    let xml = http
+        .get(format!("http://{addr}/{BUCKET}/f"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(xml.text().await.unwrap(), "local");
+    terminate(&relay);
+    assert!(exited(relay, &mut log).await.success());
+}

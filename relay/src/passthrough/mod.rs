@@ -135,6 +135,14 @@ impl std::fmt::Debug for PassThrough {
     }
 }
 
+/// What the relay's first log line says: `off`, `http ENDPOINT`, `store STORE` or
+/// `unavailable: WHY`.
+impl std::fmt::Display for PassThrough {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
 impl PartialEq for PassThrough {
     fn eq(&self, other: &Self) -> bool {
         match (&self.way, &other.way) {
