@@ -9,6 +9,7 @@
 //! | JSON media and multipart uploads, XML `PUT` | `upload.rs`, streamed into the spool |
 //! | JSON resumable start, its session's requests, `DELETE` of a session | `resumable.rs` |
 //! | reads, metadata, lists, deletes, patches, copies, compose on the upstream's bucket | passed through (`passthrough/`): the upstream's answer, streamed; 501 when [`RelayConfig::pass_through`] is off |
+//! | metadata and media `GET` of an object this relay answered `spooled`, not yet delivered | served from its spool entry (`spooled.rs`) |
 //! | the same on another bucket, with pass-through on | 404 (`The specified bucket does not exist.`) |
 //! | `GET /storage/v1/b/{bucket}` of the upstream's bucket | passed through to an HTTP upstream; otherwise its bucket resource (clients look it up) |
 //! | XML multipart uploads, the bucket list | 501, saying it is not passed through |
@@ -27,7 +28,7 @@ use hyper::body::Incoming;
 
 use crate::body::Pieces;
 use crate::metrics::route_label;
-use crate::passthrough::{self, Forward, Plan, ResponseBody};
+use crate::passthrough::{self, Forward, Op, Plan, ResponseBody};
 use crate::relay::{Relay, RelayConfig, other_preconditions, unsupported_options};
 use crate::upload::{Framing, body_rejection};
 
@@ -60,6 +61,15 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
         started,
         received: &received,
     };
+    if let Plan::Forward(op @ (Op::Metadata | Op::Media)) = plan
+        && let Some(name) = route.object()
+        && let Some(found) = relay.spooled(name).await
+    {
+        return match op {
+            Op::Metadata => logged.reply(SPOOLED, found.resource(&base, &relay.config().bucket)),
+            _ => logged.streamed(SPOOLED, found.media(relay.spool(), api, &parts.headers)),
+        };
+    }
     if let Plan::Forward(op) = plan {
         let forward = Forward {
             op,
@@ -72,7 +82,7 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
             base: &base,
         };
         match pass_through.serve(forward).await {
-            Ok(response) => return logged.streamed(response),
+            Ok(response) => return logged.streamed(PASS_THROUGH, response),
             Err(failed) => {
                 let reply = failed.rejection().reply(api);
                 return logged.reply(PASS_THROUGH, reply);
@@ -103,6 +113,8 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
 
 /// The metrics label of every request passed through.
 const PASS_THROUGH: &str = "pass_through";
+/// The metrics label of a read served from the spool (read-your-writes).
+const SPOOLED: &str = "spooled_read";
 
 /// A request being answered: what its log line and counters need.
 struct Logged<'a> {
@@ -136,11 +148,15 @@ impl Logged<'_> {
 
     /// The upstream's answer, passed on as it came; its body streams after this
     /// line is logged (the bytes sent are its `Content-Length`).
-    fn streamed(&self, response: Response<ResponseBody>) -> Response<ResponseBody> {
+    fn streamed(
+        &self,
+        label: &'static str,
+        response: Response<ResponseBody>,
+    ) -> Response<ResponseBody> {
         let sent = (response.headers().get(http::header::CONTENT_LENGTH))
             .and_then(|v| v.to_str().ok()?.parse().ok())
             .unwrap_or(0);
-        self.log(PASS_THROUGH, response.status().as_u16(), sent, None);
+        self.log(label, response.status().as_u16(), sent, None);
         response
     }
 

@@ -51,6 +51,7 @@
 //! | `resumable.rs` | resumable uploads: open a session, take its chunks, complete it through [`Relay`], cancel it |
 //! | `sessions/` | the resumable sessions, durable beside the spool: unguessable IDs, chunks on disk, limits (`mod.rs`); the table and its checked totals (`table.rs`); the one latching path to the disk (`disk.rs`); file names and formats (`files.rs`) |
 //! | `handler.rs` | one HTTP request: route it from its head, serve it or pass it through, count and log it |
+//! | `spooled.rs` | read-your-writes: objects answered `spooled` in this run, served from their spool entries to metadata and media `GET`s until delivered |
 //! | `passthrough/` | [`PassThrough`]: which requests go to the upstream (`mod.rs`), forwarded over HTTP(S) with the relay's credentials (`http.rs`, feature `http-upstream`), or answered from a `file://` store in Cloud Storage's shapes (`store.rs`) |
 //! | `body.rs` | a request body read in pieces as it arrives, never whole |
 //! | `upload.rs` | media, multipart and XML uploads, streamed into the spool |
@@ -80,6 +81,7 @@ mod relay;
 mod resumable;
 mod server;
 mod sessions;
+mod spooled;
 mod timeout_io;
 mod upload;
 

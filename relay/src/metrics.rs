@@ -27,7 +27,7 @@ pub mod names {
 /// Every `route` label value: the upload kinds, a resumable session's requests,
 /// the bucket lookup, what is passed through to the upstream and what is not, and
 /// requests `wire` refuses.
-pub const ROUTES: [&str; 10] = [
+pub const ROUTES: [&str; 11] = [
     "media",
     "multipart",
     "resumable_start",
@@ -36,6 +36,7 @@ pub const ROUTES: [&str; 10] = [
     "xml_put",
     "bucket_get",
     "pass_through",
+    "spooled_read",
     "not_passed_through",
     "invalid",
 ];

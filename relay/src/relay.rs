@@ -19,6 +19,7 @@ use crate::answer;
 use crate::metrics::RelayMetrics;
 use crate::passthrough::PassThrough;
 use crate::sessions::{Limits, SessionStore};
+use crate::spooled::{Found, SpooledObjects};
 
 /// Room for a multipart body's metadata part and boundaries beside its media:
 /// a request body may be this much larger than the largest object.
@@ -185,6 +186,8 @@ struct Inner {
     last_generation: Mutex<i64>,
     /// What is left of `max_buffered_bytes`, one permit a byte.
     buffers: Arc<tokio::sync::Semaphore>,
+    /// Objects answered `spooled`, served to reads until delivered.
+    spooled: SpooledObjects,
 }
 
 impl std::fmt::Debug for Relay {
@@ -234,6 +237,7 @@ impl Relay {
                 sessions: Arc::new(sessions),
                 last_generation: Mutex::new(0),
                 buffers: Arc::new(tokio::sync::Semaphore::new(max_buffered_bytes as usize)),
+                spooled: SpooledObjects::default(),
             }),
         })
     }
@@ -269,6 +273,22 @@ impl Relay {
 
     pub(crate) fn spool(&self) -> &Spool {
         self.inner.uploader.spool()
+    }
+
+    /// Remembers an upload answered `spooled`, for reads through the relay until it
+    /// is delivered (only when reads pass through).
+    pub(crate) fn acknowledged(&self, record: &ObjectRecord, outcome: spool::Outcome) {
+        if let spool::Outcome::Spooled { seq } = outcome
+            && self.config().pass_through.is_on()
+        {
+            self.inner.spooled.acknowledged(self.spool(), record, seq);
+        }
+    }
+
+    /// The object `name`, when this relay answered it `spooled` and the spool still
+    /// holds it.
+    pub(crate) async fn spooled(&self, name: &str) -> Option<Found> {
+        self.inner.spooled.find(self.spool(), name).await
     }
 
     /// Takes `bytes` more of the in-memory buffer budget into `held`, if that

@@ -133,6 +133,7 @@ impl Relay {
         Ok(match result {
             Ok(outcome) => {
                 let record = self.record(&upload, size, digests);
+                self.acknowledged(&record, outcome);
                 answer::uploaded(upload.api, base, &upload.bucket, &record, outcome)
             }
             Err(error) => self.refused(upload.api, error),

@@ -493,3 +493,87 @@ async fn a_download_reaches_the_client_before_the_upstream_has_sent_it_all() {
     assert_eq!(received, 2 * half.len());
     h.stopped().await;
 }
+
+#[tokio::test]
+async fn objects_still_in_the_spool_read_back_through_the_relay_until_delivered() {
+    let (fake, fake_base) = real_fake().await;
+    let config = RelayConfig {
+        max_object_bytes: Some(4 << 20),
+        pass_through: PassThrough::http(&fake_base, None).unwrap(),
+        ..RelayConfig::new(BUCKET)
+    };
+    let setup = Setup {
+        relay: Some(config),
+        ..Setup::default()
+    };
+    let h = Harness::in_front_of(&fake_base, setup).await;
+    common::fail_writes(&fake);
+    let data: Vec<u8> = (0..3 << 20).map(|i: u32| (i % 251) as u8).collect();
+    let spooled = h.media("out/age", &data).await;
+    assert_eq!(spooled.status(), 200);
+    assert_eq!(common::outcome(&spooled), "spooled");
+    let acknowledged = body_json(spooled).await;
+    assert!(fake.object(BUCKET, "out/age").is_none());
+
+    let path = format!("/storage/v1/b/{BUCKET}/o/{}", encode("out/age"));
+    let metadata = get(&h, &path).await;
+    assert_eq!(metadata.status(), 200);
+    assert_eq!(common::outcome(&metadata), "spooled");
+    let resource = body_json(metadata).await;
+    for field in [
+        "name",
+        "size",
+        "crc32c",
+        "md5Hash",
+        "generation",
+        "contentType",
+    ] {
+        assert_eq!(resource[field], acknowledged[field], "{field}");
+    }
+    let mut media = get(&h, &format!("{path}?alt=media")).await;
+    assert_eq!(media.status(), 200);
+    assert_eq!(common::outcome(&media), "spooled");
+    assert!(
+        media.headers()["x-goog-hash"]
+            .to_str()
+            .unwrap()
+            .contains("crc32c=")
+    );
+    let mut received = Vec::new();
+    while let Some(piece) = media.chunk().await.unwrap() {
+        assert!(piece.len() <= 1 << 20);
+        received.extend_from_slice(&piece);
+    }
+    assert!(received == data, "the spooled bytes differ");
+    let range = h.http.get(format!("{}{path}?alt=media", h.base));
+    let range = range
+        .header("range", "bytes=1048570-1048579")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(range.status(), 206);
+    assert_eq!(
+        range.headers()["content-range"],
+        format!("bytes 1048570-1048579/{}", data.len()).as_str()
+    );
+    assert_eq!(&range.bytes().await.unwrap()[..], &data[1048570..1048580]);
+    let xml = get(&h, &format!("/{BUCKET}/{}", encode("out/age"))).await;
+    assert_eq!(xml.status(), 200);
+    assert!(xml.bytes().await.unwrap()[..] == data[..]);
+    // Only what the relay acknowledged is served from the spool.
+    let other = get(&h, &format!("/storage/v1/b/{BUCKET}/o/never")).await;
+    assert_eq!(other.status(), 404);
+
+    fake.clear_faults();
+    h.drained().await;
+    assert!(fake.object(BUCKET, "out/age").is_some());
+    let delivered = get(&h, &format!("{path}?alt=media")).await;
+    assert_eq!(delivered.status(), 200);
+    assert_eq!(
+        common::outcome(&delivered),
+        "",
+        "read from the upstream once delivered"
+    );
+    assert!(delivered.bytes().await.unwrap()[..] == data[..]);
+    h.stopped().await;
+}

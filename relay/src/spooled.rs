@@ -1,0 +1,188 @@
+//! Read-your-writes for objects still in the spool: an object the relay answered
+//! `spooled` is served from its spool entry (its JSON resource, its bytes with one
+//! `Range`) by a metadata or media `GET` through the relay, until the drainer has
+//! delivered it; after that the `GET` passes through to the upstream, which has it.
+//!
+//! What it owns: [`SpooledObjects`], the names the relay acknowledged as spooled in
+//! this run, each with the answer's record and its entry's sequence number. It
+//! promises:
+//!
+//! - An object is served from the spool only while its entry file is in
+//!   `entries/`; one delivered (or set aside) is forgotten at its next lookup, and
+//!   the request passes through.
+//! - The bytes stream from the entry in pieces of at most 1 MiB. An entry the
+//!   drainer removes while it is read ends the answer early (the client's retry
+//!   reads it from the upstream).
+//! - Objects spooled by an earlier run on the same directory are not known (the
+//!   spool's index holds no names): they pass through, and are 404 until delivered.
+//! - Preconditions are not evaluated against a spooled object, and lists do not
+//!   show it.
+//! - At most the spool's `max_files` names are kept: past it, the one spooled first
+//!   is forgotten (the drainer delivers in sequence order).
+//! - Only a relay that passes reads through ([`crate::PassThrough`] on) keeps them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use fake_gcs::wire::{Api, ObjectRecord, Reply, header, resolve_range};
+use http_body_util::BodyExt as _;
+use spool::Spool;
+use spool::layout::{ENTRIES_DIR, parse_entry_name};
+
+use crate::answer::{OUTCOME_HEADER, OUTCOME_SPOOLED};
+use crate::passthrough::{BoxError, ResponseBody, whole};
+
+/// The most a piece of a spooled object's bytes read at once.
+const PIECE_BYTES: u64 = 1 << 20;
+
+/// Objects acknowledged as spooled in this run, by name.
+#[derive(Debug, Default)]
+pub(crate) struct SpooledObjects {
+    by_name: Mutex<BTreeMap<String, Acknowledged>>,
+}
+
+#[derive(Debug, Clone)]
+struct Acknowledged {
+    seq: u64,
+    record: ObjectRecord,
+}
+
+/// A spooled object found: its record, and where its bytes are.
+pub(crate) struct Found {
+    record: ObjectRecord,
+    entry: PathBuf,
+    /// Where the payload starts in the entry file.
+    offset: u64,
+}
+
+impl SpooledObjects {
+    /// Remembers that `record` was answered `spooled` as entry `seq`.
+    pub(crate) fn acknowledged(&self, spool: &Spool, record: &ObjectRecord, seq: u64) {
+        let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+        if by_name.len() as u64 >= spool.config().max_files {
+            forget_oldest(&mut by_name);
+        }
+        let record = record.clone();
+        by_name.insert(record.name.clone(), Acknowledged { seq, record });
+    }
+
+    /// The spooled object `name`, if the relay acknowledged it and its entry is
+    /// still in the spool.
+    pub(crate) async fn find(&self, spool: &Spool, name: &str) -> Option<Found> {
+        let known = {
+            let by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+            by_name.get(name)?.clone()
+        };
+        let found = entry_of(spool, known.seq).await.and_then(|(entry, bytes)| {
+            let offset = bytes.checked_sub(known.record.size)?;
+            Some(Found {
+                record: known.record.clone(),
+                entry,
+                offset,
+            })
+        });
+        if found.is_none() {
+            let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+            if by_name.get(name).is_some_and(|now| now.seq == known.seq) {
+                by_name.remove(name);
+            }
+        }
+        found
+    }
+}
+
+/// Forgets the name spooled first: the drainer delivers in sequence order, so it
+/// is the likeliest to be gone.
+fn forget_oldest(by_name: &mut BTreeMap<String, Acknowledged>) {
+    let oldest = (by_name.iter())
+        .min_by_key(|(_, known)| known.seq)
+        .map(|(name, _)| name.clone());
+    if let Some(oldest) = oldest {
+        by_name.remove(&oldest);
+    }
+}
+
+/// The entry file of `seq` and its size, when it is in `entries/`.
+async fn entry_of(spool: &Spool, seq: u64) -> Option<(PathBuf, u64)> {
+    let dir = spool.dir().join(ENTRIES_DIR);
+    let names = spool.disk().list(&dir).await.ok()?;
+    let prefix = format!("{seq:020}.");
+    let file = (0..names.len())
+        .filter_map(|i| names.get(i))
+        .find(|file| file.starts_with(&prefix))?;
+    let listed = parse_entry_name(file)?.listed?;
+    Some((dir.join(file), listed.file_bytes))
+}
+
+impl Found {
+    /// The JSON resource of the object, marked `x-spool-outcome: spooled`.
+    pub(crate) fn resource(&self, base: &str, bucket: &str) -> Reply {
+        Reply::json(200, &self.record.json_resource(base, bucket))
+            .header(OUTCOME_HEADER, OUTCOME_SPOOLED)
+    }
+
+    /// The object's bytes (or the one range `headers` ask for), streamed from the
+    /// entry; the reply carries the headers, the body is the stream.
+    pub(crate) fn media(
+        self,
+        spool: &Spool,
+        api: Api,
+        headers: &http::HeaderMap,
+    ) -> http::Response<ResponseBody> {
+        let size = self.record.size;
+        let mut reply = Reply::new(200)
+            .object_headers(&self.record, self.record.etag(api))
+            .attribute_headers(&self.record)
+            .header("accept-ranges", "bytes")
+            .header(OUTCOME_HEADER, OUTCOME_SPOOLED);
+        let (mut first, mut end) = (0, size);
+        if let Some(asked) = header(headers, "range") {
+            let Some((from, last)) = resolve_range(asked, size) else {
+                let refused = Reply::new(416).header("content-range", format!("bytes */{size}"));
+                return refused.into_response(whole(Bytes::new()));
+            };
+            reply.status = 206;
+            reply = reply.header("content-range", format!("bytes {from}-{last}/{size}"));
+            (first, end) = (from, last + 1);
+        }
+        reply.head_len = Some(end - first);
+        let pieces = Pieces {
+            spool: spool.clone(),
+            entry: self.entry,
+            next: self.offset + first,
+            end: self.offset + end,
+        };
+        reply.into_response(pieces.body())
+    }
+}
+
+/// The rest of an entry's payload to send, read a piece at a time.
+struct Pieces {
+    spool: Spool,
+    entry: PathBuf,
+    next: u64,
+    end: u64,
+}
+
+impl Pieces {
+    fn body(self) -> ResponseBody {
+        let stream = futures::stream::try_unfold(self, |mut at| async move {
+            if at.next >= at.end {
+                return Ok(None);
+            }
+            let len = (at.end - at.next).min(PIECE_BYTES);
+            let disk = at.spool.disk();
+            let piece = disk.read_range(&at.entry, at.next, len).await?;
+            if piece.is_empty() {
+                let gone = std::io::Error::other("the spool entry ended early");
+                return Err(gone);
+            }
+            at.next += piece.len() as u64;
+            Ok(Some((hyper::body::Frame::data(Bytes::from(piece)), at)))
+        });
+        let stream = futures::TryStreamExt::map_err(stream, |e| Box::new(e) as BoxError);
+        http_body_util::StreamBody::new(stream).boxed_unsync()
+    }
+}
