@@ -48,9 +48,8 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
     let body = Pieces::new(body, limit)
         .counted(relay.metrics())
         .tallied(received.clone());
-    let pass_through = &relay.config().pass_through;
     let plan = passthrough::plan(
-        pass_through,
+        &relay.config().pass_through,
         &route,
         parts.uri.path(),
         &relay.config().bucket,
@@ -61,15 +60,6 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
         started,
         received: &received,
     };
-    if let Plan::Forward(op @ (Op::Metadata | Op::Media)) = plan
-        && let Some(name) = route.object()
-        && let Some(found) = relay.spooled(name).await
-    {
-        return match op {
-            Op::Metadata => logged.reply(SPOOLED, found.resource(&base, &relay.config().bucket)),
-            _ => logged.streamed(SPOOLED, found.media(relay.spool(), api, &parts.headers)),
-        };
-    }
     if let Plan::Forward(op) = plan {
         let forward = Forward {
             op,
@@ -81,13 +71,7 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
             body,
             base: &base,
         };
-        match pass_through.serve(forward).await {
-            Ok(response) => return logged.streamed(PASS_THROUGH, response),
-            Err(failed) => {
-                let reply = failed.rejection().reply(api);
-                return logged.reply(PASS_THROUGH, reply);
-            }
-        }
+        return pass_on(&relay, &logged, forward).await;
     }
     let request = Served {
         relay: &relay,
@@ -109,6 +93,33 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
     };
     let reply = wire::answer_308_as_asked(reply, &parts.headers);
     logged.reply(route_label(&route), reply)
+}
+
+/// A request for the upstream: a metadata or media `GET` of an object this relay
+/// answered `spooled` and the spool still holds is served from the spool
+/// (read-your-writes); the rest passes through.
+async fn pass_on(
+    relay: &Relay,
+    logged: &Logged<'_>,
+    forward: Forward<'_>,
+) -> Response<ResponseBody> {
+    let api = forward.route.api();
+    if matches!(forward.op, Op::Metadata | Op::Media)
+        && let Some(name) = forward.route.object()
+        && let Some(found) = relay.spooled(name).await
+    {
+        return match forward.op {
+            Op::Metadata => {
+                let resource = found.resource(forward.base, &relay.config().bucket);
+                logged.reply(SPOOLED, resource)
+            }
+            _ => logged.streamed(SPOOLED, found.media(relay.spool(), api, forward.headers)),
+        };
+    }
+    match relay.config().pass_through.serve(forward).await {
+        Ok(response) => logged.streamed(PASS_THROUGH, response),
+        Err(failed) => logged.reply(PASS_THROUGH, failed.rejection().reply(api)),
+    }
 }
 
 /// The metrics label of every request passed through.

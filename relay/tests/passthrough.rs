@@ -577,3 +577,63 @@ async fn objects_still_in_the_spool_read_back_through_the_relay_until_delivered(
     assert!(delivered.bytes().await.unwrap()[..] == data[..]);
     h.stopped().await;
 }
+
+#[tokio::test]
+async fn compose_patch_and_rewrite_pass_through_as_the_fake_answers_them() {
+    let (fake, fake_base) = real_fake().await;
+    let h = passing_through(&fake_base).await;
+    put(&h, "part1", b"hello ").await;
+    put(&h, "part2", b"world").await;
+    let compose = json!({
+        "sourceObjects": [{"name": "part1"}, {"name": "part2"}],
+        "destination": {"contentType": "text/plain"}
+    });
+    let composed = h
+        .http
+        .post(format!("{}/storage/v1/b/{BUCKET}/o/whole/compose", h.base))
+        .header("content-type", "application/json")
+        .body(compose.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(composed.status(), 200, "{:?}", composed.text().await);
+    assert_eq!(
+        common::stored(&fake, "whole").as_deref(),
+        Some(&b"hello world"[..])
+    );
+
+    let patch = json!({"metadata": {"colour": "blue"}});
+    let patched = h
+        .http
+        .patch(format!("{}/storage/v1/b/{BUCKET}/o/part1", h.base))
+        .header("content-type", "application/json")
+        .body(patch.to_string())
+        .send()
+        .await
+        .unwrap();
+    let straight = reqwest::Client::new()
+        .patch(format!("{fake_base}/storage/v1/b/{BUCKET}/o/part2"))
+        .header("content-type", "application/json")
+        .body(patch.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        (patched.status().as_u16(), straight.status().as_u16()),
+        (200, 200)
+    );
+    let resource = body_json(patched).await;
+    assert_eq!(resource["metadata"]["colour"], json!("blue"));
+    let straight = reqwest::get(format!("{fake_base}/storage/v1/b/{BUCKET}/o/part1"));
+    let in_the_fake = body_json(straight.await.unwrap()).await;
+    assert_eq!(in_the_fake["metadata"]["colour"], json!("blue"));
+
+    let rewrite = format!("/storage/v1/b/{BUCKET}/o/part2/rewriteTo/b/{BUCKET}/o/copy");
+    let rewritten = h.http.post(format!("{}{rewrite}", h.base)).body("{}");
+    assert_eq!(rewritten.send().await.unwrap().status(), 200);
+    assert_eq!(
+        common::stored(&fake, "copy").as_deref(),
+        Some(&b"world"[..])
+    );
+    h.stopped().await;
+}
