@@ -760,3 +760,49 @@ async fn rclone_copies_a_tree_through_the_relay_and_lists_it() {
     );
     h.stopped().await;
 }
+
+#[tokio::test]
+async fn reads_need_the_relays_token_as_uploads_do() {
+    use relay::{Access, Connections, ServerConfig, Token};
+    const TOKEN: &str = "4f0c1d7e9a2b3c5d6e7f8091a2b3c4d5";
+    let (upstream, head) = one_request_upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool::Spool::open(dir.path(), spool::SpoolConfig::default());
+    let spool = spool.await.unwrap();
+    let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let uploader = spool::Uploader::new(spool, spool::Remote::new(store), Default::default());
+    let config = RelayConfig {
+        pass_through: PassThrough::http(&upstream, None).unwrap(),
+        ..RelayConfig::new(BUCKET)
+    };
+    let relay = relay::Relay::new(config, uploader, Arc::new(spool::SystemClock)).unwrap();
+    let server = ServerConfig {
+        access: Access::default()
+            .loopback_hosts_only()
+            .with_token(Token::new(TOKEN).unwrap()),
+        ..ServerConfig::default()
+    };
+    let connections = Connections::with_config(relay, &server).unwrap();
+    let get = |auth: &str| {
+        format!(
+            "GET /storage/v1/b/{BUCKET}/o/a?alt=media HTTP/1.1\r\nHost: 127.0.0.1:4443\r\n\
+             {auth}Connection: close\r\n\r\n"
+        )
+    };
+    let refused = common::exchange(&connections, get("").as_bytes(), false).await;
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+    let browser = get(&format!(
+        "Authorization: Bearer {TOKEN}\r\nOrigin: https://a.example\r\n"
+    ));
+    let refused = common::exchange(&connections, browser.as_bytes(), false).await;
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    let with_token = get(&format!("Authorization: Bearer {TOKEN}\r\n"));
+    let answer = common::exchange(&connections, with_token.as_bytes(), false).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("ok"), "{answer}");
+    let head = head.await.unwrap();
+    assert!(
+        !head.contains(&TOKEN.to_lowercase()),
+        "the relay's token went upstream: {head}"
+    );
+}
