@@ -79,6 +79,12 @@ async fn objects_written_through_the_relay_read_back_through_it_as_the_fake_answ
     assert_eq!(resource["size"], json!("10"));
     let record = fake.object(BUCKET, "logs/a b.txt").unwrap();
     assert_eq!(resource["generation"], json!(record.generation.to_string()));
+    // The fake's links, made the relay's: following them reads through the relay.
+    let media_link = resource["mediaLink"].as_str().unwrap();
+    assert!(media_link.starts_with(&h.base), "{media_link}");
+    assert!(resource["selfLink"].as_str().unwrap().starts_with(&h.base));
+    let followed = h.http.get(media_link).send().await.unwrap();
+    assert_eq!(&followed.bytes().await.unwrap()[..], b"0123456789");
 
     let path = format!(
         "/storage/v1/b/{BUCKET}/o/{}?alt=media",

@@ -1,13 +1,34 @@
 //! Forwarding to a Cloud Storage endpoint over HTTP(S): the request as the client
 //! sent it, less its `Authorization` (the relay's token) and hop-by-hop headers,
 //! with the relay's bearer token when it has credentials; the answer streamed back
-//! with the upstream's status and headers.
+//! with the upstream's status and headers. A JSON answer of at most 4 MiB (a
+//! resource, a list page) is read whole instead, and its `selfLink` and
+//! `mediaLink` fields that point at the upstream made to point at the relay.
 
 use http::{HeaderMap, HeaderName, Method, header};
 use http_body_util::BodyExt as _;
 use object_store::gcp::GcpCredentialProvider;
 
 use super::{Forward, PassError, PassThroughError, ResponseBody};
+
+/// Cloud Storage's endpoint.
+const CLOUD_STORAGE: &str = "https://storage.googleapis.com";
+
+/// The largest JSON answer whose links are rewritten (object resources and list
+/// pages; a larger one streams as it is).
+const MAX_RELINKED_BYTES: u64 = 4 << 20;
+
+/// Whether `answer` is JSON of a known length of at most [`MAX_RELINKED_BYTES`].
+fn is_small_json(answer: &reqwest::Response) -> bool {
+    let json = (answer.headers().get(header::CONTENT_TYPE))
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let encoded = answer.headers().contains_key(header::CONTENT_ENCODING);
+    json && !encoded
+        && answer
+            .content_length()
+            .is_some_and(|len| len <= MAX_RELINKED_BYTES)
+}
 
 /// How long the upstream has to accept a connection.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -69,7 +90,35 @@ impl HttpUpstream {
             request = request.bearer_auth(token);
         }
         let answer = request.send().await.map_err(|e| self.unreachable(&e))?;
-        Ok(streamed(answer))
+        if !is_small_json(&answer) {
+            return Ok(streamed(answer));
+        }
+        self.relinked(answer, forward.base).await
+    }
+
+    /// A small JSON answer with the upstream's own links (`selfLink`, `mediaLink`)
+    /// pointing at the relay (`base`) instead, so a client that follows them reads
+    /// through the relay too.
+    async fn relinked(
+        &self,
+        answer: reqwest::Response,
+        base: &str,
+    ) -> Result<http::Response<ResponseBody>, PassError> {
+        let status = answer.status();
+        let mut headers = end_to_end(answer.headers(), &[]);
+        let body = answer.bytes().await.map_err(|e| self.unreachable(&e))?;
+        let body = match serde_json::from_slice::<serde_json::Value>(&body) {
+            Ok(mut json) => {
+                self.relink(&mut json, base);
+                bytes::Bytes::from(json.to_string())
+            }
+            Err(_) => body,
+        };
+        headers.insert(header::CONTENT_LENGTH, body.len().into());
+        let mut response = http::Response::new(super::whole(body));
+        *response.status_mut() = status;
+        *response.headers_mut() = headers;
+        Ok(response)
     }
 
     /// The relay's bearer token, when it has credentials.
@@ -99,6 +148,40 @@ impl HttpUpstream {
             upstream: self.endpoint.clone(),
             reason,
         }
+    }
+
+    /// Every `selfLink` and `mediaLink` in `json` (a resource, or a list page's
+    /// items) that points at the upstream made to point at `base`.
+    fn relink(&self, json: &mut serde_json::Value, base: &str) {
+        match json {
+            serde_json::Value::Object(fields) => {
+                for (key, value) in fields.iter_mut() {
+                    match (key.as_str(), value) {
+                        ("selfLink" | "mediaLink", serde_json::Value::String(link)) => {
+                            if let Some(path) = self.upstream_path(link) {
+                                *link = format!("{base}{path}");
+                            }
+                        }
+                        (_, value) => self.relink(value, base),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => {
+                items.iter_mut().for_each(|item| self.relink(item, base));
+            }
+            _ => {}
+        }
+    }
+
+    /// The path of `link` when it points at the upstream (Cloud Storage links its
+    /// resources at www.googleapis.com).
+    fn upstream_path<'a>(&self, link: &'a str) -> Option<&'a str> {
+        let path = link.strip_prefix(self.endpoint.as_str());
+        let path = match self.endpoint == CLOUD_STORAGE {
+            true => path.or_else(|| link.strip_prefix("https://www.googleapis.com")),
+            false => path,
+        };
+        path.filter(|path| path.starts_with('/'))
     }
 }
 
@@ -186,6 +269,37 @@ mod tests {
         let mut names: Vec<&str> = kept.keys().map(|n| n.as_str()).collect();
         names.sort();
         assert_eq!(names, ["if-match", "range", "x-goog-if-generation-match"]);
+    }
+
+    #[test]
+    fn links_to_the_upstream_become_links_to_the_relay() {
+        let relinked = |upstream: &HttpUpstream, json: serde_json::Value| {
+            let mut json = json;
+            upstream.relink(&mut json, "http://localhost:4443");
+            json
+        };
+        let fake = HttpUpstream::new("http://127.0.0.1:9000", None).unwrap();
+        let page = serde_json::json!({"items": [{
+            "selfLink": "http://127.0.0.1:9000/storage/v1/b/b/o/a",
+            "name": "http://127.0.0.1:9000/x",
+            "metadata": {"mediaLink": 7},
+        }]});
+        let expected = serde_json::json!({"items": [{
+            "selfLink": "http://localhost:4443/storage/v1/b/b/o/a",
+            "name": "http://127.0.0.1:9000/x",
+            "metadata": {"mediaLink": 7},
+        }]});
+        assert_eq!(relinked(&fake, page), expected);
+        let gcs = HttpUpstream::new(CLOUD_STORAGE, None).unwrap();
+        let resource = serde_json::json!({
+            "selfLink": "https://www.googleapis.com/storage/v1/b/b/o/a",
+            "mediaLink": "https://storage.googleapis.com/download/storage/v1/b/b/o/a?alt=media",
+        });
+        let expected = serde_json::json!({
+            "selfLink": "http://localhost:4443/storage/v1/b/b/o/a",
+            "mediaLink": "http://localhost:4443/download/storage/v1/b/b/o/a?alt=media",
+        });
+        assert_eq!(relinked(&gcs, resource), expected);
     }
 
     #[test]
