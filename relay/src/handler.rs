@@ -9,8 +9,8 @@
 //! | JSON media and multipart uploads, XML `PUT` | `upload.rs`, streamed into the spool |
 //! | JSON resumable start, its session's requests, `DELETE` of a session | `resumable.rs` |
 //! | reads, metadata, lists, deletes, patches, copies, compose on the upstream's bucket | passed through (`passthrough/`): the upstream's answer, streamed; 501 when [`RelayConfig::pass_through`] is off |
-//! | metadata and media `GET` of an object this relay answered `spooled`, not yet delivered | served from its spool entry (`spooled.rs`) |
 //! | the same on another bucket, with pass-through on | 404 (`The specified bucket does not exist.`) |
+//! | metadata and media `GET` of an object this relay answered `spooled`, not yet delivered | served from its spool entry (`spooled.rs`) |
 //! | `GET /storage/v1/b/{bucket}` of the upstream's bucket | passed through to an HTTP upstream; otherwise its bucket resource (clients look it up) |
 //! | XML multipart uploads, the bucket list | 501, saying it is not passed through |
 //! | anything else | 404 or 400, as `wire` routes it |

@@ -12,10 +12,15 @@ use relay::{PassThrough, RelayConfig};
 use serde_json::{Value, json};
 
 /// A relay in front of the fake at `fake_base` that passes everything but
-/// uploads through to it.
+/// uploads through to it; objects of up to 1 MiB.
 async fn passing_through(fake_base: &str) -> Harness {
+    passing_through_up_to(fake_base, 1 << 20).await
+}
+
+/// [`passing_through`], taking objects of up to `max_object_bytes`.
+async fn passing_through_up_to(fake_base: &str, max_object_bytes: u64) -> Harness {
     let config = RelayConfig {
-        max_object_bytes: Some(1 << 20),
+        max_object_bytes: Some(max_object_bytes),
         pass_through: PassThrough::http(fake_base, None).unwrap(),
         ..RelayConfig::new(BUCKET)
     };
@@ -503,16 +508,7 @@ async fn a_download_reaches_the_client_before_the_upstream_has_sent_it_all() {
 #[tokio::test]
 async fn objects_still_in_the_spool_read_back_through_the_relay_until_delivered() {
     let (fake, fake_base) = real_fake().await;
-    let config = RelayConfig {
-        max_object_bytes: Some(4 << 20),
-        pass_through: PassThrough::http(&fake_base, None).unwrap(),
-        ..RelayConfig::new(BUCKET)
-    };
-    let setup = Setup {
-        relay: Some(config),
-        ..Setup::default()
-    };
-    let h = Harness::in_front_of(&fake_base, setup).await;
+    let h = passing_through_up_to(&fake_base, 4 << 20).await;
     common::fail_writes(&fake);
     let data: Vec<u8> = (0..3 << 20).map(|i: u32| (i % 251) as u8).collect();
     let spooled = h.media("out/age", &data).await;
@@ -669,16 +665,7 @@ async fn rclone_copies_a_tree_through_the_relay_and_lists_it() {
         return;
     }
     let (fake, fake_base) = real_fake().await;
-    let config = RelayConfig {
-        max_object_bytes: Some(8 << 20),
-        pass_through: PassThrough::http(&fake_base, None).unwrap(),
-        ..RelayConfig::new(BUCKET)
-    };
-    let setup = Setup {
-        relay: Some(config),
-        ..Setup::default()
-    };
-    let h = Harness::in_front_of(&fake_base, setup).await;
+    let h = passing_through_up_to(&fake_base, 8 << 20).await;
     let tree = tempfile::tempdir().unwrap();
     let files: Vec<(&str, Vec<u8>)> = vec![
         ("a.txt", b"hello\n\nworld\n".to_vec()),
