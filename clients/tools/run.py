@@ -1,0 +1,319 @@
+"""The everyday tools people point at a bucket, each in its natural workflow, straight
+to fake-gcs, through spool-relay in front of it, and through the relay while the
+fake fails every write and then heals (clients/tools/run starts this after
+installing the tools; docs/relay.md, "The tools people use").
+
+Each tool writes under its own prefix, `<tool>/<column>/`, and what it says it
+wrote is compared with the bucket, read straight from the fake (after the relay's
+spool has drained): every file by its crc32c and size (an object over 8 MiB
+written through the relay is an XML multipart upload, which has no MD5 in Cloud
+Storage either). A cell passes when the tool's
+workflow succeeded and the bucket holds everything it wrote.
+
+- rclone (Debian's): `copy` of a tree of 23 files (an empty one, a text with a
+  blank line, one 20 MiB file) and then a second `copy` of the same tree, which
+  must transfer nothing new.
+- gcsfs under pandas: `DataFrame.to_parquet` and `read_parquet` back, and
+  `fs.put(tree, recursive=True)`.
+- pyarrow's `GcsFileSystem` (Google's C++ client): `open_output_stream`,
+  `pyarrow.dataset.write_dataset` of a table partitioned in three, and
+  `pyarrow.fs.copy_files` of the tree.
+
+Usage: run.py --fake URL --relay-bin PATH --bucket NAME --work DIR [--tools a,b]
+       [--columns direct,relay,outage] [--known-failing tool:column,...]
+
+A cell named in --known-failing must fail (it is shown as "known" in the table,
+with why it fails in docs/relay.md); the run fails when one passes, so that the
+list shrinks as the relay learns.
+"""
+
+import argparse
+import base64
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+import urllib.parse
+import urllib.request
+
+import google_crc32c
+
+TOOLS = ["rclone", "gcsfs", "pyarrow"]
+COLUMNS = ["direct", "relay", "outage"]
+BIG_BYTES = 20 << 20
+
+
+def tree(root):
+    """A tree of files: 20 small, an empty one, a text with a blank line in it (a
+    multipart parser that looks for the blank line in the data cuts it), and one
+    of 20 MiB (over rclone's and the Go client's 16 MiB chunk). Returns the
+    relative paths and their MD5s."""
+    os.makedirs(os.path.join(root, "sub"), exist_ok=True)
+    files = {}
+    for i in range(1, 21):
+        files[f"f{i:02}.bin"] = bytes((i * 7 + j) % 251 for j in range(i * 997))
+    files["sub/empty"] = b""
+    files["sub/text.txt"] = b"hello\n\nworld\n"
+    files["sub/big.bin"] = os.urandom(BIG_BYTES)
+    digests = {}
+    for rel, data in files.items():
+        with open(os.path.join(root, rel), "wb") as f:
+            f.write(data)
+        digests[rel] = digest(data)
+    return digests
+
+
+def digest(data):
+    """What the bucket must hold for `data`: its crc32c (base64, as the JSON API
+    gives it) and size."""
+    crc = google_crc32c.value(data).to_bytes(4, "big")
+    return f"{base64.b64encode(crc).decode()}/{len(data)}"
+
+
+def bucket_objects(fake, bucket, prefix):
+    """{name: crc32c/size} of every object under `prefix`, read from the fake."""
+    out, token = {}, None
+    while True:
+        query = {"prefix": prefix, "maxResults": "1000"}
+        if token:
+            query["pageToken"] = token
+        url = f"{fake}/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(query)}"
+        with urllib.request.urlopen(url, timeout=30) as r:
+            page = json.load(r)
+        for item in page.get("items", []):
+            out[item["name"]] = f"{item.get('crc32c')}/{item.get('size')}"
+        token = page.get("nextPageToken")
+        if not token:
+            return out
+
+
+def wait_for(fake, bucket, expected, seconds=120):
+    """Waits until the bucket holds every object of `expected` ({name: digest}) with its
+    bytes; returns what is missing or different (empty when all is there)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        prefix = os.path.commonprefix(list(expected))
+        held = bucket_objects(fake, bucket, prefix)
+        wrong = {n: (m, held.get(n)) for n, m in expected.items() if held.get(n) != m}
+        if not wrong or time.monotonic() > deadline:
+            return wrong
+        time.sleep(0.5)
+
+
+def run(cmd, env=None, timeout=600):
+    """Runs `cmd`, returning its output; raises with the output when it fails."""
+    p = subprocess.run(
+        cmd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if p.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+        )
+    return p.stdout + p.stderr
+
+
+# -- the tools ---------------------------------------------------------------
+
+
+def rclone(endpoint, bucket, prefix, local, digests):
+    """`rclone copy` of the tree, then again: the second must copy nothing."""
+    flags = [
+        f"--gcs-endpoint={endpoint}/storage/v1/",
+        "--gcs-anonymous",
+        # Without it rclone sends predefinedAcl=private, which a bucket with uniform
+        # bucket-level access (the default) refuses, and so does the relay.
+        "--gcs-bucket-policy-only",
+        "--use-json-log",
+        "-v",
+        "--retries=3",
+    ]
+    dest = f":gcs:{bucket}/{prefix}"
+    first = run(["rclone", "copy", local, dest, *flags])
+    copied = len(re.findall(r'"msg":"Copied \(new\)', first))
+    if copied != len(digests):
+        raise RuntimeError(f"the first copy copied {copied} of {len(digests)} files")
+    second = run(["rclone", "copy", local, dest, *flags])
+    again = re.findall(r'"object":"([^"]*)"[^\n]*"msg":"Copied', second)
+    if again:
+        raise RuntimeError(f"the second copy copied again: {again[:5]}")
+    return {prefix + rel: d for rel, d in digests.items()}, "2 copies, the second copied nothing"
+
+
+def gcsfs_pandas(endpoint, bucket, prefix, local, digests):
+    """pandas' to_parquet and read_parquet through gcsfs, and fs.put of the tree."""
+    # gcsfs 2026 first asks the bucket's storage layout over gRPC with TLS (the
+    # storage control API, for zonal and hierarchical buckets), which no emulator
+    # speaks: 60 s per lookup before it falls back. Users of an emulator turn it off.
+    os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
+    import gcsfs
+    import pandas as pd
+
+    fs = gcsfs.GCSFileSystem(token="anon", endpoint_url=endpoint, retries=3)
+    frame = pd.DataFrame({"n": range(1000), "s": [f"row {i}" for i in range(1000)]})
+    path = f"gs://{bucket}/{prefix}frame.parquet"
+    options = {"token": "anon", "endpoint_url": endpoint}
+    frame.to_parquet(path, storage_options=options)
+    back = pd.read_parquet(path, storage_options=options)
+    if not back.equals(frame):
+        raise RuntimeError("read_parquet gave back another frame")
+    fs.invalidate_cache()
+    fs.put(local + "/", f"{bucket}/{prefix}tree/", recursive=True)
+    expected = {f"{prefix}tree/{rel}": d for rel, d in digests.items()}
+    with fs.open(path, "rb") as f:
+        expected[f"{prefix}frame.parquet"] = digest(f.read())
+    return expected, "to_parquet, read_parquet equal, fs.put of the tree"
+
+
+def pyarrow_fs(endpoint, bucket, prefix, local, digests):
+    """pyarrow's GcsFileSystem: a stream, a partitioned dataset, copy_files."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    url = urllib.parse.urlparse(endpoint)
+    gcs = pafs.GcsFileSystem(
+        anonymous=True, scheme=url.scheme, endpoint_override=url.netloc, retry_time_limit=datetime.timedelta(seconds=60)
+    )
+    data = os.urandom(300_000)
+    with gcs.open_output_stream(f"{bucket}/{prefix}stream.bin") as out:
+        out.write(data)
+    expected = {f"{prefix}stream.bin": digest(data)}
+    table = pa.table({"part": [i % 3 for i in range(3000)], "n": list(range(3000))})
+    ds.write_dataset(
+        table,
+        f"{bucket}/{prefix}dataset",
+        format="parquet",
+        partitioning=["part"],
+        filesystem=gcs,
+    )
+    back = ds.dataset(f"{bucket}/{prefix}dataset", format="parquet", filesystem=gcs, partitioning=["part"])
+    if back.count_rows() != 3000:
+        raise RuntimeError(f"the dataset read back has {back.count_rows()} rows")
+    pafs.copy_files(local, f"{bucket}/{prefix}tree", destination_filesystem=gcs)
+    # The tree's empty file and directories: copy_files writes every file.
+    expected.update({f"{prefix}tree/{rel}": d for rel, d in digests.items()})
+    return expected, "a stream, write_dataset (3 parts) read back, copy_files of the tree"
+
+
+RUNNERS = {"rclone": rclone, "gcsfs": gcsfs_pandas, "pyarrow": pyarrow_fs}
+
+
+# -- the relay and the fake ---------------------------------------------------
+
+
+class Relay:
+    def __init__(self, binary, fake, bucket, work):
+        self.dir = os.path.join(work, "relay-spool")
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.log_path = os.path.join(work, "relay.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [binary, "--dir", self.dir, "--upstream", f"gs://{bucket}", "--endpoint", fake,
+             "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--backoff-cap", "1s"],
+            stdout=self.log, stderr=subprocess.STDOUT,
+        )
+        self.url = "http://" + self.field("addr")
+
+    def field(self, name):
+        for _ in range(100):
+            with open(self.log_path) as f:
+                m = re.search(rf"listening.* {name}=(\S+)", f.read())
+            if m:
+                return m.group(1)
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(f"spool-relay did not say listening; {self.log_path}:\n" + open(self.log_path).read()[-3000:])
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+def faults(fake, on):
+    if on:
+        body = b'[[fault]]\nmix = { "503" = 1.0 }'
+        req = urllib.request.Request(f"{fake}/_fake/faults", data=body, method="POST")
+    else:
+        req = urllib.request.Request(f"{fake}/_fake/faults", method="DELETE")
+    urllib.request.urlopen(req, timeout=10).read()
+
+
+def cell(tool, column, fake, relay, bucket, local, digests):
+    """Runs one tool in one column; returns (passed, what)."""
+    prefix = f"{tool}/{column}/"
+    endpoint = fake if column == "direct" else relay.url
+    if column == "outage":
+        faults(fake, True)
+    try:
+        expected, what = RUNNERS[tool](endpoint, bucket, prefix, local, digests)
+    finally:
+        if column == "outage":
+            faults(fake, False)
+    wrong = wait_for(fake, bucket, expected)
+    if wrong:
+        sample = dict(list(wrong.items())[:3])
+        return False, f"{len(wrong)} of {len(expected)} objects not in the bucket as written: {sample}"
+    return True, f"{what}; {len(expected)} objects in the bucket as written"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--fake", required=True)
+    p.add_argument("--relay-bin", required=True)
+    p.add_argument("--bucket", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--tools", default=",".join(TOOLS))
+    p.add_argument("--columns", default=",".join(COLUMNS))
+    p.add_argument("--known-failing", default="")
+    args = p.parse_args()
+    known = {tuple(k.split(":", 1)) for k in args.known_failing.split(",") if ":" in k}
+    tools = [t for t in args.tools.split(",") if t]
+    columns = [c for c in args.columns.split(",") if c]
+    local = os.path.join(args.work, "tree")
+    shutil.rmtree(local, ignore_errors=True)
+    digests = tree(local)
+    relay = Relay(args.relay_bin, args.fake, args.bucket, args.work) if set(columns) - {"direct"} else None
+    results = {}
+    try:
+        for column in columns:
+            for tool in tools:
+                started = time.monotonic()
+                try:
+                    passed, what = cell(tool, column, args.fake, relay, args.bucket, local, digests)
+                except Exception as e:  # the tool failed: say how
+                    passed, what = False, f"{type(e).__name__}: {str(e)[-1500:]}"
+                    traceback.print_exc()
+                took = time.monotonic() - started
+                results[(tool, column)] = passed
+                print(f"{'ok  ' if passed else 'FAIL'} {tool:8} {column:7} {took:5.1f}s  {what}", flush=True)
+    finally:
+        if relay:
+            relay.stop()
+    print()
+    print("| tool | " + " | ".join(columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    def shown(tool, column):
+        passed = results[(tool, column)]
+        if (tool, column) in known:
+            return "known failure" if not passed else "PASSED (known failing: remove it)"
+        return "pass" if passed else "FAIL"
+
+    for tool in tools:
+        print(f"| {tool} | " + " | ".join(shown(tool, c) for c in columns) + " |")
+    failed = [k for k, v in results.items() if not v and k not in known]
+    unexpected = [k for k, v in results.items() if v and k in known]
+    passed = sum(results.values())
+    print(f"\n{passed} of {len(results)} cells passed ({len(results) - passed - len(failed)} known failures)")
+    if unexpected:
+        print(f"passed but listed as known failing: {unexpected}")
+    return 1 if failed or unexpected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
