@@ -138,9 +138,9 @@ def rclone(endpoint, bucket, prefix, local, digests):
     if copied != len(digests):
         raise RuntimeError(f"the first copy copied {copied} of {len(digests)} files")
     second = run(["rclone", "copy", local, dest, *flags])
-    again = re.findall(r'"object":"([^"]*)"[^\n]*"msg":"Copied', second)
+    again = [line for line in second.splitlines() if '"msg":"Copied' in line]
     if again:
-        raise RuntimeError(f"the second copy copied again: {again[:5]}")
+        raise RuntimeError(f"the second copy copied {len(again)} files again: {again[:2]}")
     return {prefix + rel: d for rel, d in digests.items()}, "2 copies, the second copied nothing"
 
 
