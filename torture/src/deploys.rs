@@ -297,30 +297,9 @@ async fn deploy(
 async fn finish_writers(
     args: &DeploysArgs,
     relay: &mut Relay,
-    mut writers: Vec<Writer>,
+    writers: Vec<Writer>,
 ) -> Vec<String> {
-    let mut failures = Vec::new();
-    if !relay.running()
-        && let Err(e) = relay.start("for the end").await
-    {
-        failures.push(format!("the relay did not start for the end: {e:#}"));
-    }
-    let deadline = Instant::now() + Duration::from_secs(args.settle_secs);
-    for writer in &mut writers {
-        writer.tell_stop();
-    }
-    for writer in writers {
-        let name = writer.name().to_string();
-        match writer.finish(deadline).await {
-            Ok(true) => {}
-            Ok(false) => failures.push(format!(
-                "writer {name} did not finish its last upload within {}s, or failed",
-                args.settle_secs
-            )),
-            Err(e) => failures.push(format!("writer {name}: {e:#}")),
-        }
-    }
-    failures
+    writers::finish_through(relay, writers, args.settle_secs).await
 }
 
 /// The end, then: the spool drains, the relay stops on SIGTERM (exit 0), `spool

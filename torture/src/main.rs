@@ -400,27 +400,7 @@ async fn settle(
     if let Err(e) = fake.heal().await {
         failures.push(format!("cannot heal the store: {e:#}"));
     }
-    if !relay.running()
-        && let Err(e) = relay.start("for the end").await
-    {
-        failures.push(format!("the relay did not start for the end: {e:#}"));
-    }
-    let deadline = Instant::now() + Duration::from_secs(args.settle_secs);
-    let mut writers = writers;
-    for writer in &mut writers {
-        writer.tell_stop();
-    }
-    for writer in writers {
-        let name = writer.name().to_string();
-        match writer.finish(deadline).await {
-            Ok(true) => {}
-            Ok(false) => failures.push(format!(
-                "writer {name} did not finish its last upload within {}s, or failed",
-                args.settle_secs
-            )),
-            Err(e) => failures.push(format!("writer {name}: {e:#}")),
-        }
-    }
+    failures.extend(writers::finish_through(relay, writers, args.settle_secs).await);
     let deadline = Instant::now() + Duration::from_secs(args.settle_secs);
     if let Err(e) = drain(relay, deadline).await {
         failures.push(format!("{e:#}"));

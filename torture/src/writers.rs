@@ -321,6 +321,37 @@ pub fn logs(logs: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The end of the load: the relay started if a deploy or a crash left it stopped,
+/// every writer told to stop and given `settle_secs` to finish its upload in
+/// progress. What failed.
+pub async fn finish_through(
+    relay: &mut crate::relay::Relay,
+    mut writers: Vec<Writer>,
+    settle_secs: u64,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    if !relay.running()
+        && let Err(e) = relay.start("for the end").await
+    {
+        failures.push(format!("the relay did not start for the end: {e:#}"));
+    }
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(settle_secs);
+    for writer in &mut writers {
+        writer.tell_stop();
+    }
+    for writer in writers {
+        let name = writer.name().to_string();
+        match writer.finish(deadline).await {
+            Ok(true) => {}
+            Ok(false) => failures.push(format!(
+                "writer {name} did not finish its last upload within {settle_secs}s, or failed"
+            )),
+            Err(e) => failures.push(format!("writer {name}: {e:#}")),
+        }
+    }
+    failures
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
