@@ -296,22 +296,7 @@ async fn large_drain(
     const OBJECTS: u8 = 4;
     let pieces = gib * 256;
     let dir = scratch.join("drain-spool");
-    let endpoint = format!("http://{}", fake.addr);
-    let args = [
-        "--dir",
-        dir.to_str().unwrap(),
-        "--upstream",
-        &format!("gs://{BUCKET}"),
-        "--endpoint",
-        &endpoint,
-        "--listen",
-        "127.0.0.1:0",
-        "--metrics",
-        "127.0.0.1:0",
-        "--max-bytes",
-        "20GiB",
-    ];
-    let relay = Process::start(relay_bin, &args, "addr");
+    let relay = start_relay_with(relay_bin, &dir, &fake.addr, &["--max-bytes", "20GiB"]);
     let base = format!("http://{}", relay.addr);
     let faults = format!("http://{}/_fake/faults", fake.addr);
     let outage = "[[fault]]\nops = \"writes\"\nmix = { \"503\" = 1.0 }\n";
@@ -472,18 +457,7 @@ fn compare(
 }
 
 fn start_relay(bin: &Path, dir: &Path, fake: &str) -> Process {
-    let endpoint = format!("http://{fake}");
-    let args = [
-        "--dir",
-        dir.to_str().unwrap(),
-        "--upstream",
-        &format!("gs://{BUCKET}"),
-        "--endpoint",
-        &endpoint,
-        "--listen",
-        "127.0.0.1:0",
-        "--metrics",
-        "127.0.0.1:0",
+    let flags = [
         "--max-bytes",
         "8GiB",
         "--max-files",
@@ -493,6 +467,27 @@ fn start_relay(bin: &Path, dir: &Path, fake: &str) -> Process {
         "--workers",
         "2",
     ];
+    start_relay_with(bin, dir, fake, &flags)
+}
+
+/// spool-relay on `dir` in front of the fake at `fake`, on free loopback ports,
+/// with `flags` beside the defaults.
+fn start_relay_with(bin: &Path, dir: &Path, fake: &str, flags: &[&str]) -> Process {
+    let endpoint = format!("http://{fake}");
+    let upstream = format!("gs://{BUCKET}");
+    let mut args = vec![
+        "--dir",
+        dir.to_str().unwrap(),
+        "--upstream",
+        &upstream,
+        "--endpoint",
+        &endpoint,
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics",
+        "127.0.0.1:0",
+    ];
+    args.extend_from_slice(flags);
     Process::start(bin, &args, "addr")
 }
 
