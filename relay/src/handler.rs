@@ -11,6 +11,7 @@
 //! | reads, metadata, lists, deletes, patches, copies, compose on the upstream's bucket | passed through (`passthrough/`): the upstream's answer, streamed; 501 when [`RelayConfig::pass_through`] is off |
 //! | the same on another bucket, with pass-through on | 404 (`The specified bucket does not exist.`) |
 //! | metadata and media `GET` of an object this relay answered `spooled`, not yet delivered | served from its spool entry (`spooled.rs`) |
+//! | a JSON or XML list while such objects are in the spool | the upstream's page merged with them (`listing.rs`) |
 //! | `GET /storage/v1/b/{bucket}` of the upstream's bucket | passed through to an HTTP upstream; otherwise its bucket resource (clients look it up) |
 //! | XML multipart uploads, the bucket list | 501, saying it is not passed through |
 //! | anything else | 404 or 400, as `wire` routes it |
@@ -115,6 +116,35 @@ async fn pass_on(
             }
             _ => logged.streamed(SPOOLED, found.media(relay.spool(), api, forward.headers)),
         };
+    }
+    if let Op::List(list_api) = forward.op {
+        let spooled = relay.spooled_objects().still_spooled(relay.spool()).await;
+        if !spooled.is_empty() {
+            let merging = crate::listing::Merging {
+                api: list_api,
+                bucket: relay.config().bucket.clone(),
+                base: forward.base.to_string(),
+                spooled: spooled.into_iter().map(|(record, _)| record).collect(),
+            };
+            let prepared = match crate::listing::prepare(&forward, merging) {
+                Ok(prepared) => prepared,
+                Err(failed) => return logged.reply(PASS_THROUGH, failed.rejection().reply(api)),
+            };
+            let upstream = Forward {
+                uri: &prepared.uri,
+                query: &prepared.query,
+                ..forward
+            };
+            let answer = relay.config().pass_through.serve(upstream).await;
+            let merged = match answer {
+                Ok(answer) => prepared.merged(answer).await,
+                Err(failed) => Err(failed),
+            };
+            return match merged {
+                Ok(response) => logged.streamed(PASS_THROUGH, response),
+                Err(failed) => logged.reply(PASS_THROUGH, failed.rejection().reply(api)),
+            };
+        }
     }
     match relay.config().pass_through.serve(forward).await {
         Ok(response) => logged.streamed(PASS_THROUGH, response),

@@ -52,6 +52,7 @@
 //! | `sessions/` | the resumable sessions, durable beside the spool: unguessable IDs, chunks on disk, limits (`mod.rs`); the table and its checked totals (`table.rs`); the one latching path to the disk (`disk.rs`); file names and formats (`files.rs`) |
 //! | `handler.rs` | one HTTP request: route it from its head, serve it or pass it through, count and log it |
 //! | `spooled.rs` | read-your-writes: objects answered `spooled` in this run, served from their spool entries to metadata and media `GET`s until delivered |
+//! | `listing.rs` | lists that show spooled objects: the upstream's page merged in name order with what the spool still holds, page tokens across both |
 //! | `passthrough/` | [`PassThrough`]: which requests go to the upstream (`mod.rs`), forwarded over HTTP(S) with the relay's credentials (`http.rs`, feature `http-upstream`), or answered from a `file://` store in Cloud Storage's shapes (`store.rs`) |
 //! | `body.rs` | a request body read in pieces as it arrives, never whole |
 //! | `upload.rs` | media, multipart and XML uploads, streamed into the spool |
@@ -74,6 +75,7 @@ pub mod cli;
 mod handler;
 #[cfg(feature = "cli")]
 mod handoff;
+mod listing;
 pub mod metrics;
 mod passthrough;
 #[allow(clippy::module_inception)]

@@ -291,6 +291,11 @@ impl Relay {
         self.inner.spooled.find(self.spool(), name).await
     }
 
+    /// The objects this relay answered `spooled` that the spool still holds.
+    pub(crate) fn spooled_objects(&self) -> &SpooledObjects {
+        &self.inner.spooled
+    }
+
     /// Takes `bytes` more of the in-memory buffer budget into `held`, if that
     /// much is left.
     pub(crate) fn buffer(

@@ -15,8 +15,8 @@
 //!   reads it from the upstream).
 //! - Objects spooled by an earlier run on the same directory are not known (the
 //!   spool's index holds no names): they pass through, and are 404 until delivered.
-//! - Preconditions are not evaluated against a spooled object, and lists do not
-//!   show it.
+//! - Preconditions are not evaluated against a spooled object. Lists show it
+//!   (`listing.rs`, from [`SpooledObjects::still_spooled`]).
 //! - At most the spool's `max_files` names are kept: past it, the one spooled first
 //!   is forgotten (the drainer delivers in sequence order).
 //! - Only a relay that passes reads through ([`crate::PassThrough`] on) keeps them.
@@ -90,6 +90,44 @@ impl SpooledObjects {
             }
         }
         found
+    }
+}
+
+impl SpooledObjects {
+    /// Every object acknowledged as spooled whose entry is still in `entries/`,
+    /// with its entry's sequence number, in name order; the others are forgotten.
+    pub(crate) async fn still_spooled(&self, spool: &Spool) -> Vec<(ObjectRecord, u64)> {
+        let known = self.known();
+        if known.is_empty() {
+            return Vec::new();
+        }
+        let dir = spool.dir().join(ENTRIES_DIR);
+        let Ok(names) = spool.disk().list(&dir).await else {
+            return Vec::new();
+        };
+        let present: std::collections::BTreeSet<u64> = (0..names.len())
+            .filter_map(|i| names.get(i))
+            .filter_map(|file| parse_entry_name(file).map(|e| e.seq))
+            .collect();
+        let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+        let mut still = Vec::with_capacity(known.len());
+        for (name, known) in known {
+            if present.contains(&known.seq) {
+                still.push((known.record, known.seq));
+            } else if by_name.get(&name).is_some_and(|now| now.seq == known.seq) {
+                by_name.remove(&name);
+            }
+        }
+        still
+    }
+
+    fn known(&self) -> Vec<(String, Acknowledged)> {
+        let by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+        let mut known = Vec::with_capacity(by_name.len());
+        for (name, acknowledged) in by_name.iter() {
+            known.push((name.clone(), acknowledged.clone()));
+        }
+        known
     }
 }
 

@@ -799,3 +799,112 @@ async fn reads_need_the_relays_token_as_uploads_do() {
         "the relay's token went upstream: {head}"
     );
 }
+
+/// Uploads `name` through the relay while the fake fails writes: spooled.
+async fn spool(h: &Harness, name: &str, data: &[u8]) -> Value {
+    let response = h.media(name, data).await;
+    assert_eq!(response.status(), 200, "{:?}", response.text().await);
+    assert_eq!(common::outcome(&response), "spooled");
+    body_json(response).await
+}
+
+/// Every page of the JSON list `query` at `base`: each page's names and prefixes.
+async fn pages(http: &reqwest::Client, base: &str, query: &str) -> Vec<(Vec<String>, Vec<String>)> {
+    let mut pages = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut url = format!("{base}/storage/v1/b/{BUCKET}/o?{query}");
+        if let Some(token) = &token {
+            url.push_str(&format!("&pageToken={token}"));
+        }
+        let page = http.get(url).send().await.unwrap();
+        assert_eq!(page.status(), 200);
+        let (names, prefixes, next) = listed(&body_json(page).await);
+        pages.push((names, prefixes));
+        assert!(pages.len() < 20, "the pages never end: {pages:?}");
+        match next {
+            Some(next) => token = Some(next),
+            None => return pages,
+        }
+    }
+}
+
+#[tokio::test]
+async fn lists_through_the_relay_show_spooled_objects_among_the_buckets_and_equal_the_bucket_once_drained()
+ {
+    let (fake, fake_base) = real_fake().await;
+    let h = passing_through(&fake_base).await;
+    for name in ["p/a", "p/d/1", "p/f", "q/x"] {
+        put(&h, name, name.as_bytes()).await;
+    }
+    common::fail_writes(&fake);
+    let mut acknowledged = std::collections::BTreeMap::new();
+    for name in ["p/b", "p/d/2", "p/e/1", "p/g"] {
+        acknowledged.insert(name, spool(&h, name, name.as_bytes()).await);
+    }
+    assert!(fake.object(BUCKET, "p/b").is_none());
+
+    let folded = get(
+        &h,
+        &format!("/storage/v1/b/{BUCKET}/o?prefix=p/&delimiter=/"),
+    )
+    .await;
+    assert_eq!(folded.status(), 200);
+    let folded = body_json(folded).await;
+    let (names, prefixes, token) = listed(&folded);
+    assert_eq!(names, strings(&["p/a", "p/b", "p/f", "p/g"]));
+    assert_eq!(prefixes, strings(&["p/d/", "p/e/"]));
+    assert_eq!(token, None);
+    // A spooled object is listed with the resource its upload was answered with.
+    let item = (folded["items"].as_array().unwrap().iter())
+        .find(|item| item["name"] == "p/b")
+        .unwrap();
+    for field in ["size", "md5Hash", "crc32c", "generation"] {
+        assert_eq!(item[field], acknowledged["p/b"][field], "{field}");
+    }
+
+    let queries = [
+        "prefix=p/&delimiter=/",
+        "prefix=p/&delimiter=/&maxResults=2",
+        "prefix=p/&maxResults=2",
+        "maxResults=3",
+        "prefix=p/&startOffset=p/c&endOffset=p/g&maxResults=2",
+        "matchGlob=p/**1&maxResults=1",
+    ];
+    let mut during = Vec::new();
+    for query in queries {
+        during.push(pages(&h.http, &h.base, query).await);
+    }
+    let all: Vec<String> = (during[2].iter())
+        .flat_map(|(names, _)| names.clone())
+        .collect();
+    assert_eq!(
+        all,
+        strings(&["p/a", "p/b", "p/d/1", "p/d/2", "p/e/1", "p/f", "p/g"])
+    );
+    assert!(during[2].iter().all(|(names, _)| names.len() <= 2));
+    assert_eq!(during[1].len(), 3, "{:?}", during[1]);
+
+    let xml = get(&h, &format!("/{BUCKET}?list-type=2&prefix=p/&delimiter=/")).await;
+    assert_eq!(xml.status(), 200);
+    let text = xml.text().await.unwrap();
+    for key in ["<Key>p/a</Key>", "<Key>p/b</Key>", "<Key>p/g</Key>"] {
+        assert!(text.contains(key), "{key} in {text}");
+    }
+    assert!(text.contains("<Prefix>p/e/</Prefix>"), "{text}");
+    let at = |key: &str| text.find(key).unwrap();
+    assert!(at("<Key>p/a</Key>") < at("<Key>p/b</Key>"));
+    assert!(at("<Key>p/b</Key>") < at("<Key>p/f</Key>"));
+
+    fake.clear_faults();
+    h.drained().await;
+    assert!(fake.object(BUCKET, "p/e/1").is_some());
+    for (query, seen) in queries.iter().zip(&during) {
+        let direct = pages(&h.http, &fake_base, query).await;
+        assert_eq!(
+            &direct, seen,
+            "{query}: the bucket's listing differs from the relay's"
+        );
+    }
+    h.stopped().await;
+}

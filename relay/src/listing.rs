@@ -1,0 +1,604 @@
+//! Lists that show what is still in the spool: a JSON or XML object list through
+//! the relay, while objects it answered `spooled` are not yet delivered, is the
+//! upstream's page merged in name order with those objects.
+//!
+//! How a page is made:
+//!
+//! - The upstream is asked for the same list (prefix, delimiter, `endOffset`,
+//!   `matchGlob`, `includeTrailingDelimiter`, `versions`) with one entry more than
+//!   the client's page size, resuming where the client's page token says (JSON
+//!   `startOffset`, XML `start-after`) instead of passing the token on, and
+//!   without `fields` (the relay needs the names).
+//! - The spooled names are filtered as the upstream filters its own (prefix,
+//!   offsets, glob, folded at the delimiter) and kept up to the upstream page's
+//!   last entry when the upstream says there is more, or all when it does not.
+//!   A name both spooled and listed by the upstream (the drainer delivered it) is
+//!   listed once, as the upstream has it.
+//! - The merged entries are cut at the page size; the page token is the URL-safe
+//!   base64 of the last entry given (a name, or a common prefix), the format
+//!   fake-gcs uses. Resuming after a common prefix skips every name under it.
+//!
+//! Only a relay with spooled objects merges; otherwise the list passes through
+//! untouched (and its page tokens are the upstream's: fake-gcs's are the same
+//! format, Cloud Storage's are not, so a Cloud Storage token presented while the
+//! relay merges is read as a name or refused 400 "Invalid pageToken").
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use fake_gcs::wire::{Api, ListQuery, ObjectRecord, Query, Rejection, Reply, encode_component};
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
+
+use crate::passthrough::{Forward, PassError, ResponseBody, whole};
+
+/// The most entries a page holds, as Cloud Storage's.
+const MAX_LIST_RESULTS: usize = 1000;
+
+/// The largest upstream list page the relay reads to merge.
+const MAX_PAGE_BYTES: usize = 16 << 20;
+
+/// What a merged list needs of the request.
+pub(crate) struct Merging {
+    pub(crate) api: Api,
+    pub(crate) bucket: String,
+    pub(crate) base: String,
+    pub(crate) spooled: Vec<ObjectRecord>,
+}
+
+/// One entry of a page: a common prefix, or an object rendered in the page's API.
+#[derive(Debug, Clone)]
+enum Entry {
+    Prefix(String),
+    Object { name: String, rendered: Rendered },
+}
+
+#[derive(Debug, Clone)]
+enum Rendered {
+    Json(Value),
+    Xml(String),
+}
+
+impl Entry {
+    /// Where it sorts: its name or prefix; a prefix before an object of the same
+    /// name.
+    fn key(&self) -> (&str, u8) {
+        match self {
+            Entry::Prefix(p) => (p, 0),
+            Entry::Object { name, .. } => (name, 1),
+        }
+    }
+}
+
+/// Where a page resumes.
+struct Resume {
+    /// Names at or before this are skipped.
+    after: Option<String>,
+    /// Names under this common prefix are skipped (the last page ended with it).
+    past_prefix: Option<String>,
+}
+
+impl Resume {
+    /// Where `asked`'s page resumes: after its token's name, past the common
+    /// prefix that name folds into, if any.
+    fn of(asked: &ListQuery) -> Self {
+        let past_prefix = match &asked.after {
+            Some(after) => common_prefix(after, asked),
+            None => None,
+        };
+        Resume {
+            after: asked.after.clone(),
+            past_prefix,
+        }
+    }
+
+    fn skips(&self, name: &str) -> bool {
+        self.after.as_deref().is_some_and(|after| name <= after)
+            || self
+                .past_prefix
+                .as_deref()
+                .is_some_and(|p| name.starts_with(p))
+    }
+
+    /// The first name that may follow (JSON `startOffset`).
+    fn first(&self) -> Option<String> {
+        match (&self.past_prefix, &self.after) {
+            (Some(prefix), _) => Some(successor(prefix).unwrap_or_else(|| prefix.clone())),
+            (None, after) => after.clone(),
+        }
+    }
+}
+
+/// The least string greater than every string starting with `prefix`, when its
+/// last character can be incremented.
+fn successor(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    let last = chars.pop()?;
+    let next = char::from_u32(last as u32 + 1)?;
+    chars.push(next);
+    Some(chars.into_iter().collect())
+}
+
+/// The common prefix `name` folds into at the delimiter, if any.
+fn common_prefix(name: &str, asked: &ListQuery) -> Option<String> {
+    let delimiter = asked.delimiter.as_deref().filter(|d| !d.is_empty())?;
+    let rest = name.strip_prefix(asked.prefix.as_str())?;
+    let at = rest.find(delimiter)?;
+    Some(format!("{}{}", asked.prefix, &rest[..at + delimiter.len()]))
+}
+
+/// Whether `name` is within `asked`'s prefix, offsets and glob.
+fn wanted(name: &str, asked: &ListQuery, resume: &Resume) -> bool {
+    name.starts_with(asked.prefix.as_str())
+        && !resume.skips(name)
+        && asked.from.as_deref().is_none_or(|from| name >= from)
+        && asked.before.as_deref().is_none_or(|before| name < before)
+        && asked.glob.as_ref().is_none_or(|glob| glob.matches(name))
+}
+
+/// The query keys the relay sets itself when it asks the upstream.
+fn replaced(api: Api, key: &str) -> bool {
+    match api {
+        Api::Json => matches!(key, "pageToken" | "startOffset" | "maxResults" | "fields"),
+        Api::Xml => matches!(key, "continuation-token" | "start-after" | "max-keys"),
+    }
+}
+
+/// A list being merged: what the upstream is asked, and what the page needs.
+pub(crate) struct Prepared {
+    /// The upstream's request URI and query.
+    pub(crate) uri: http::Uri,
+    pub(crate) query: Query,
+    asked: ListQuery,
+    resume: Resume,
+    merging: Merging,
+}
+
+/// The upstream's request for the list `forward` asks, merged with `merging`'s
+/// objects; 400 for a list query the relay cannot read.
+pub(crate) fn prepare(forward: &Forward<'_>, merging: Merging) -> Result<Prepared, PassError> {
+    let api = merging.api;
+    let asked =
+        ListQuery::parse(api, forward.query, MAX_LIST_RESULTS).map_err(PassError::Refused)?;
+    let resume = Resume::of(&asked);
+    let query = upstream_query(api, forward.uri.query().unwrap_or(""), &asked, &resume);
+    let uri: http::Uri = (format!("{}?{query}", forward.uri.path()).parse())
+        .map_err(|e| PassError::Refused(Rejection::invalid(format!("Invalid list query: {e}"))))?;
+    Ok(Prepared {
+        uri,
+        query: Query::parse(Some(&query)),
+        asked,
+        resume,
+        merging,
+    })
+}
+
+impl Prepared {
+    /// The merged page: the upstream's `answer`, with the spooled objects it
+    /// covers.
+    pub(crate) async fn merged(
+        self,
+        answer: http::Response<ResponseBody>,
+    ) -> Result<http::Response<ResponseBody>, PassError> {
+        if answer.status() != 200 {
+            return Ok(answer);
+        }
+        let (parts, mut body) = answer.into_parts();
+        let mut read = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| PassError::Unreachable {
+                upstream: "the upstream".into(),
+                reason: format!("its list page could not be read: {e}"),
+            })?;
+            if let Ok(data) = frame.into_data() {
+                read.extend_from_slice(&data);
+            }
+            if read.len() > MAX_PAGE_BYTES {
+                return Err(PassError::Unreachable {
+                    upstream: "the upstream".into(),
+                    reason: format!("its list page is over {MAX_PAGE_BYTES} bytes"),
+                });
+            }
+        }
+        let body = bytes::Bytes::from(read);
+        Ok(self.page(parts, body))
+    }
+
+    fn page(
+        self,
+        parts: http::response::Parts,
+        body: bytes::Bytes,
+    ) -> http::Response<ResponseBody> {
+        let api = self.merging.api;
+        let Some(page) = UpstreamPage::parse(api, &body) else {
+            // Not a page the relay can read: as it came.
+            let mut response = http::Response::from_parts(parts, whole(body));
+            response.headers_mut().remove(http::header::CONTENT_LENGTH);
+            return response;
+        };
+        let last = page.last_key();
+        let entries = merge(
+            page.entries,
+            page.truncated,
+            &self.asked,
+            &self.resume,
+            &self.merging,
+        );
+        let (taken, token) = cut(entries, page.truncated, last, self.asked.max);
+        let reply = render(api, &self.merging, &self.asked, &taken, token);
+        let body = reply.body.clone();
+        reply.into_response(whole(body))
+    }
+}
+
+/// The upstream's query: the client's `raw` one, resuming where the relay's token
+/// says, one entry longer.
+fn upstream_query(api: Api, raw: &str, asked: &ListQuery, resume: &Resume) -> String {
+    let mut pairs: Vec<String> = (raw.split('&'))
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| !replaced(api, pair.split('=').next().unwrap_or("")))
+        .map(str::to_string)
+        .collect();
+    let upstream_max = (asked.max + 1).min(MAX_LIST_RESULTS);
+    match api {
+        Api::Json => {
+            pairs.push(format!("maxResults={upstream_max}"));
+            let first = match (resume.first(), asked.from.clone()) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            if let Some(first) = first {
+                pairs.push(format!("startOffset={}", encode_component(&first)));
+            }
+        }
+        Api::Xml => {
+            pairs.push(format!("max-keys={upstream_max}"));
+            if let Some(after) = &resume.after {
+                pairs.push(format!("start-after={}", encode_component(after)));
+            }
+        }
+    }
+    pairs.join("&")
+}
+
+/// An upstream list page: its entries in order, and whether it has more.
+struct UpstreamPage {
+    entries: Vec<Entry>,
+    truncated: bool,
+}
+
+impl UpstreamPage {
+    fn parse(api: Api, body: &[u8]) -> Option<Self> {
+        match api {
+            Api::Json => Self::json(body),
+            Api::Xml => Self::xml(std::str::from_utf8(body).ok()?),
+        }
+    }
+
+    fn json(body: &[u8]) -> Option<Self> {
+        let page: Value = serde_json::from_slice(body).ok()?;
+        let mut entries = Vec::new();
+        for item in page
+            .get("items")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = item.get("name")?.as_str()?.to_string();
+            entries.push(Entry::Object {
+                name,
+                rendered: Rendered::Json(item.clone()),
+            });
+        }
+        for prefix in (page.get("prefixes").and_then(Value::as_array))
+            .into_iter()
+            .flatten()
+        {
+            entries.push(Entry::Prefix(prefix.as_str()?.to_string()));
+        }
+        let truncated = page.get("nextPageToken").is_some_and(|t| !t.is_null());
+        Some(UpstreamPage { entries, truncated })
+    }
+
+    fn xml(body: &str) -> Option<Self> {
+        if !body.contains("<ListBucketResult") {
+            return None;
+        }
+        let mut entries = Vec::new();
+        for contents in elements(body, "Contents") {
+            let name = unescape(elements(contents, "Key").next()?);
+            entries.push(Entry::Object {
+                name,
+                rendered: Rendered::Xml(format!("<Contents>{contents}</Contents>")),
+            });
+        }
+        for common in elements(body, "CommonPrefixes") {
+            entries.push(Entry::Prefix(unescape(elements(common, "Prefix").next()?)));
+        }
+        let truncated = elements(body, "IsTruncated").next() == Some("true");
+        Some(UpstreamPage { entries, truncated })
+    }
+
+    /// The last entry's key: where the upstream's page ends.
+    fn last_key(&self) -> Option<String> {
+        (self.entries.iter())
+            .map(|entry| entry.key().0)
+            .max()
+            .map(str::to_string)
+    }
+}
+
+/// The contents of each `<tag>...</tag>` in `xml`, in order (not nested).
+fn elements<'a>(xml: &'a str, tag: &str) -> impl Iterator<Item = &'a str> + 'a {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let mut rest = xml;
+    std::iter::from_fn(move || {
+        let start = rest.find(&open)? + open.len();
+        let len = rest[start..].find(&close)?;
+        let found = &rest[start..start + len];
+        rest = &rest[start + len + close.len()..];
+        Some(found)
+    })
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
+}
+
+/// The upstream's entries (those past the resume point) and the spooled objects
+/// the page covers, in order, each once.
+fn merge(
+    upstream: Vec<Entry>,
+    truncated: bool,
+    asked: &ListQuery,
+    resume: &Resume,
+    merging: &Merging,
+) -> Vec<Entry> {
+    let last = (upstream.iter())
+        .map(|entry| entry.key().0.to_string())
+        .max();
+    let mut entries: Vec<Entry> = (upstream.into_iter())
+        .filter(|entry| !resume.skips(entry.key().0))
+        .collect();
+    let listed_names: std::collections::BTreeSet<String> = (entries.iter())
+        .map(|entry| entry.key().0.to_string())
+        .collect();
+    for record in &merging.spooled {
+        let name = record.name.as_str();
+        if !wanted(name, asked, resume) {
+            continue;
+        }
+        let folded = common_prefix(name, asked);
+        let key = folded.as_deref().unwrap_or(name);
+        // Past the upstream's page: on a later one.
+        if truncated && last.as_deref().is_some_and(|last| key > last) {
+            continue;
+        }
+        let object = || Entry::Object {
+            name: name.to_string(),
+            rendered: rendered(merging, record),
+        };
+        match &folded {
+            Some(prefix) => {
+                if !listed_names.contains(prefix)
+                    && !entries
+                        .iter()
+                        .any(|e| matches!(e, Entry::Prefix(p) if p == prefix))
+                {
+                    entries.push(Entry::Prefix(prefix.clone()));
+                }
+                let folder = asked.include_trailing_delimiter && prefix == name;
+                if folder && !has_object(&entries, name) {
+                    entries.push(object());
+                }
+            }
+            None => {
+                if !has_object(&entries, name) {
+                    entries.push(object());
+                }
+            }
+        }
+    }
+    entries.sort_by(|a, b| a.key().cmp(&b.key()));
+    entries
+}
+
+fn has_object(entries: &[Entry], name: &str) -> bool {
+    (entries.iter()).any(|e| matches!(e, Entry::Object { name: n, .. } if n == name))
+}
+
+/// A spooled object as the page's API lists it: the resource the relay answered
+/// its upload with (JSON), or its `<Contents>` (XML).
+fn rendered(merging: &Merging, record: &ObjectRecord) -> Rendered {
+    match merging.api {
+        Api::Json => Rendered::Json(record.json_resource(&merging.base, &merging.bucket)),
+        Api::Xml => {
+            let resource = record.json_resource(&merging.base, &merging.bucket);
+            let created = resource["timeCreated"].as_str().unwrap_or_default();
+            Rendered::Xml(format!(
+                "<Contents><Key>{}</Key><Generation>{}</Generation><MetaGeneration>1</MetaGeneration><LastModified>{}</LastModified><ETag>{}</ETag><Size>{}</Size></Contents>",
+                escape(&record.name),
+                record.generation,
+                escape(created),
+                escape(&record.xml_etag()),
+                record.size
+            ))
+        }
+    }
+}
+
+/// The first `max` entries (an object and the prefix of the same name count as
+/// one), and the token of the page after them, when there is one.
+fn cut(
+    entries: Vec<Entry>,
+    truncated: bool,
+    upstream_last: Option<String>,
+    max: usize,
+) -> (Vec<Entry>, Option<String>) {
+    let mut taken: Vec<Entry> = Vec::new();
+    let mut count = 0;
+    let mut more = false;
+    for entry in entries {
+        let same = taken
+            .last()
+            .is_some_and(|last| last.key().0 == entry.key().0);
+        if !same {
+            if count == max {
+                more = true;
+                break;
+            }
+            count += 1;
+        }
+        taken.push(entry);
+    }
+    let last = taken.last().map(|entry| entry.key().0.to_string());
+    let token = match (more || truncated, last) {
+        (false, _) => None,
+        (true, Some(last)) => Some(last),
+        (true, None) => upstream_last,
+    };
+    (
+        taken,
+        token.map(|after| URL_SAFE_NO_PAD.encode(after.as_bytes())),
+    )
+}
+
+/// The page in `api`'s shape.
+fn render(
+    api: Api,
+    merging: &Merging,
+    asked: &ListQuery,
+    taken: &[Entry],
+    token: Option<String>,
+) -> Reply {
+    let objects = (taken.iter()).filter_map(|entry| match entry {
+        Entry::Object { rendered, .. } => Some(rendered),
+        Entry::Prefix(_) => None,
+    });
+    let prefixes: Vec<&str> = (taken.iter())
+        .filter_map(|entry| match entry {
+            Entry::Prefix(p) => Some(p.as_str()),
+            Entry::Object { .. } => None,
+        })
+        .collect();
+    match api {
+        Api::Json => {
+            let items: Vec<Value> = objects
+                .filter_map(|r| match r {
+                    Rendered::Json(v) => Some(v.clone()),
+                    Rendered::Xml(_) => None,
+                })
+                .collect();
+            let mut body = json!({ "kind": "storage#objects" });
+            if !items.is_empty() {
+                body["items"] = Value::Array(items);
+            }
+            if !prefixes.is_empty() {
+                body["prefixes"] = json!(prefixes);
+            }
+            if let Some(token) = token {
+                body["nextPageToken"] = Value::String(token);
+            }
+            Reply::json(200, &body)
+        }
+        Api::Xml => {
+            let mut xml = String::from("<?xml version='1.0' encoding='UTF-8'?>");
+            xml.push_str("<ListBucketResult xmlns=\"http://doc.s3.amazonaws.com/2006-03-01\">");
+            let count = taken.len();
+            xml.push_str(&format!(
+                "<Name>{}</Name><Prefix>{}</Prefix><KeyCount>{count}</KeyCount><MaxKeys>{}</MaxKeys>",
+                escape(&merging.bucket),
+                escape(&asked.prefix),
+                asked.max
+            ));
+            if let Some(d) = &asked.delimiter {
+                xml.push_str(&format!("<Delimiter>{}</Delimiter>", escape(d)));
+            }
+            xml.push_str(&format!("<IsTruncated>{}</IsTruncated>", token.is_some()));
+            if let Some(token) = &token {
+                xml.push_str(&format!(
+                    "<NextContinuationToken>{token}</NextContinuationToken>"
+                ));
+            }
+            for r in objects {
+                if let Rendered::Xml(contents) = r {
+                    xml.push_str(contents);
+                }
+            }
+            for p in prefixes {
+                xml.push_str(&format!(
+                    "<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>",
+                    escape(p)
+                ));
+            }
+            xml.push_str("</ListBucketResult>");
+            Reply::xml(200, xml)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resuming_after_a_common_prefix_skips_the_names_under_it() {
+        let asked = ListQuery {
+            prefix: "p/".into(),
+            delimiter: Some("/".into()),
+            max: 2,
+            after: Some("p/d/".into()),
+            ..ListQuery::default()
+        };
+        let past = common_prefix("p/d/", &asked);
+        assert_eq!(past.as_deref(), Some("p/d/"));
+        let resume = Resume {
+            after: asked.after.clone(),
+            past_prefix: past,
+        };
+        assert!(resume.skips("p/d/9"));
+        assert!(!resume.skips("p/e"));
+        assert_eq!(resume.first().as_deref(), Some("p/d0"));
+    }
+
+    #[test]
+    fn a_page_is_cut_at_its_size_and_resumes_after_its_last_entry() {
+        let object = |name: &str| Entry::Object {
+            name: name.into(),
+            rendered: Rendered::Json(json!({ "name": name })),
+        };
+        let entries = vec![object("a"), Entry::Prefix("b/".into()), object("c")];
+        let (taken, token) = cut(entries.clone(), false, None, 2);
+        assert_eq!(taken.len(), 2);
+        assert_eq!(
+            token.as_deref(),
+            Some(URL_SAFE_NO_PAD.encode("b/").as_str())
+        );
+        let (taken, token) = cut(entries, false, None, 3);
+        assert_eq!((taken.len(), token), (3, None));
+    }
+
+    #[test]
+    fn xml_pages_are_read_by_their_elements() {
+        let xml = "<ListBucketResult><IsTruncated>true</IsTruncated><Contents><Key>a&amp;b</Key>\
+                   <Size>1</Size></Contents><CommonPrefixes><Prefix>c/</Prefix></CommonPrefixes>\
+                   </ListBucketResult>";
+        let page = UpstreamPage::xml(xml).unwrap();
+        assert!(page.truncated);
+        let keys: Vec<&str> = page.entries.iter().map(|e| e.key().0).collect();
+        assert_eq!(keys, ["a&b", "c/"]);
+    }
+}
