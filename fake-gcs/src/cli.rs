@@ -35,6 +35,23 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub buckets: Vec<String>,
+    /// Serve HTTPS with this certificate chain (PEM), for clients that speak only
+    /// HTTPS (gsutil's JSON API); needs --tls-key.
+    #[arg(
+        long,
+        value_name = "PEM",
+        env = "FAKE_GCS_TLS_CERT",
+        requires = "tls_key"
+    )]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(
+        long,
+        value_name = "PEM",
+        env = "FAKE_GCS_TLS_KEY",
+        requires = "tls_cert"
+    )]
+    pub tls_key: Option<PathBuf>,
     /// Create a bucket the first time a request names it (a valid name, not one
     /// deleted since), instead of answering 404 as Cloud Storage does.
     #[arg(long, env = "FAKE_GCS_CREATE_BUCKETS_ON_USE")]
@@ -97,6 +114,10 @@ impl Args {
 /// when the fault plan cannot be read or is invalid, or the address cannot be bound.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let config = args.config()?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::tls::acceptor(cert, key)?),
+        _ => None,
+    };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(args.listen)
@@ -108,10 +129,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             seed = config.seed,
             windows = config.faults.windows.len(),
             keep_bytes = config.keep_bytes,
+            scheme = if tls.is_some() { "https" } else { "http" },
             "fake Cloud Storage listening"
         );
         let fake = FakeGcs::new(config, Arc::new(TokioClock::start()))?;
-        fake.serve_tcp(listener).await?;
+        fake.serve_tcp_with(listener, tls).await?;
         Ok(())
     })
 }

@@ -94,6 +94,7 @@ mod metadata;
 mod retry_test;
 mod serve;
 mod target;
+pub mod tls;
 pub mod wire;
 
 pub use bucket::Objects;

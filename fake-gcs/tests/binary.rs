@@ -150,3 +150,56 @@ fn an_unreadable_plan_stops_it_with_the_path_named() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn with_a_certificate_it_serves_https_and_only_https() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = std::env::temp_dir().join(format!("fake-gcs-https-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert, generated.cert.pem()).unwrap();
+    std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+    let fake = start(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--bucket",
+            "bkt",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        fake.banner.contains("scheme=\"https\"") || fake.banner.contains("scheme=https"),
+        "{}",
+        fake.banner
+    );
+    let port = fake.base.rsplit(':').next().unwrap();
+    let client = reqwest::Client::builder()
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(generated.cert.pem().as_bytes()).unwrap(),
+        )
+        .build()
+        .unwrap();
+    let https = format!("https://localhost:{port}");
+    let put = client
+        .put(format!("{https}/bkt/a"))
+        .body("hello")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 200);
+    let get = client.get(format!("{https}/bkt/a")).send().await.unwrap();
+    assert_eq!(get.text().await.unwrap(), "hello");
+    // Plain HTTP to the same port gets no answer.
+    let plain = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{port}/bkt/a"))
+        .send()
+        .await;
+    assert!(plain.is_err(), "{plain:?}");
+}
