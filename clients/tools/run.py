@@ -18,8 +18,12 @@ workflow succeeded and the bucket holds everything it wrote.
 - pyarrow's `GcsFileSystem` (Google's C++ client): `open_output_stream`,
   `pyarrow.dataset.write_dataset` of a table partitioned in three, and
   `pyarrow.fs.copy_files` of the tree.
+- gsutil (PyPI): `-m cp -r` of the tree, `ls -l` of it, and `-m cp -n -r` again,
+  which must skip every file. gsutil speaks only HTTPS to the JSON API: it writes
+  to a second fake and a second relay that serve HTTPS (`--tls-cert`, a
+  certificate made here for 127.0.0.1), trusting that certificate.
 
-Usage: run.py --fake URL --relay-bin PATH --bucket NAME --work DIR [--tools a,b]
+Usage: run.py --fake-bin PATH --relay-bin PATH --bucket NAME --work DIR [--tools a,b]
        [--columns direct,relay,outage] [--known-failing tool:column,...]
 
 A cell named in --known-failing must fail (it is shown as "known" in the table,
@@ -34,6 +38,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -43,7 +48,9 @@ import urllib.request
 
 import google_crc32c
 
-TOOLS = ["rclone", "gcsfs", "pyarrow"]
+TOOLS = ["rclone", "gcsfs", "pyarrow", "gsutil"]
+# Tools that speak only HTTPS.
+HTTPS_ONLY = {"gsutil"}
 COLUMNS = ["direct", "relay", "outage"]
 BIG_BYTES = 20 << 20
 
@@ -83,7 +90,7 @@ def bucket_objects(fake, bucket, prefix):
         if token:
             query["pageToken"] = token
         url = f"{fake}/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(query)}"
-        with urllib.request.urlopen(url, timeout=30) as r:
+        with urlopen(url) as r:
             page = json.load(r)
         for item in page.get("items", []):
             out[item["name"]] = f"{item.get('crc32c')}/{item.get('size')}"
@@ -200,24 +207,96 @@ def pyarrow_fs(endpoint, bucket, prefix, local, digests):
     return expected, "a stream, write_dataset (3 parts) read back, copy_files of the tree"
 
 
-RUNNERS = {"rclone": rclone, "gcsfs": gcsfs_pandas, "pyarrow": pyarrow_fs}
+def gsutil(endpoint, bucket, prefix, local, digests):
+    """gsutil -m cp -r of the tree, ls -l, and cp -n -r again (skips everything)."""
+    url = urllib.parse.urlparse(endpoint)
+    host, port = url.hostname, str(url.port)
+    binary = os.path.join(os.path.dirname(sys.executable), "gsutil")
+    flags = [
+        "-o", f"Credentials:gs_json_host={host}", "-o", f"Credentials:gs_json_port={port}",
+        "-o", f"Credentials:gs_host={host}", "-o", f"Credentials:gs_port={port}",
+        "-o", f"Boto:ca_certificates_file={CA_FILE}",
+    ]
+    dest = f"gs://{bucket}/{prefix}"
+    run([binary, *flags, "-m", "cp", "-r", local, dest])
+    listing = run([binary, *flags, "ls", "-l", dest + "**"])
+    if f"TOTAL: {len(digests)} objects" not in listing:
+        raise RuntimeError(f"ls -l did not list {len(digests)} objects:\n{listing[-1500:]}")
+    again = run([binary, *flags, "-m", "cp", "-n", "-r", local, dest])
+    skipped = again.count("Skipping existing item")
+    if skipped != len(digests):
+        raise RuntimeError(f"cp -n skipped {skipped} of {len(digests)} files:\n{again[-1500:]}")
+    tree_name = os.path.basename(local.rstrip("/"))
+    expected = {f"{prefix}{tree_name}/{rel}": d for rel, d in digests.items()}
+    return expected, "-m cp -r, ls -l, cp -n -r skipping every file"
+
+
+RUNNERS = {"rclone": rclone, "gcsfs": gcsfs_pandas, "pyarrow": pyarrow_fs, "gsutil": gsutil}
+
+# The certificate the HTTPS fake and relay serve, and the tools trust (set in main).
+CA_FILE = None
+
+
+def make_certificate(work):
+    """A self-signed certificate for 127.0.0.1 and localhost, and its key (PEM)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import ipaddress
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
+    with open(cert_path, "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as f:
+        f.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    return cert_path, key_path
 
 
 # -- the relay and the fake ---------------------------------------------------
 
 
-class Relay:
-    def __init__(self, binary, fake, bucket, work):
-        self.dir = os.path.join(work, "relay-spool")
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.log_path = os.path.join(work, "relay.log")
+def urlopen(req, timeout=30):
+    """urllib's urlopen, trusting CA_FILE for https."""
+    url = req if isinstance(req, str) else req.full_url
+    context = ssl.create_default_context(cafile=CA_FILE) if url.startswith("https") else None
+    return urllib.request.urlopen(req, timeout=timeout, context=context)
+
+
+class Process:
+    """A binary of the workspace started with `args`, its log in `work/NAME.log`,
+    and the fields of its first "listening" line."""
+
+    def __init__(self, name, argv, work):
+        self.log_path = os.path.join(work, f"{name}.log")
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [binary, "--dir", self.dir, "--upstream", f"gs://{bucket}", "--endpoint", fake,
-             "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--backoff-cap", "1s"],
-            stdout=self.log, stderr=subprocess.STDOUT,
-        )
-        self.url = "http://" + self.field("addr")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
 
     def field(self, name):
         for _ in range(100):
@@ -228,11 +307,45 @@ class Relay:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.1)
-        raise RuntimeError(f"spool-relay did not say listening; {self.log_path}:\n" + open(self.log_path).read()[-3000:])
+        tail = open(self.log_path).read()[-3000:]
+        raise RuntimeError(f"{self.log_path}: no {name}= in a listening line:\n{tail}")
 
     def stop(self):
         self.proc.terminate()
         self.proc.wait(timeout=60)
+
+
+class Fake(Process):
+    """fake-gcs with the bucket, over HTTPS when `tls` is (cert, key)."""
+
+    def __init__(self, binary, bucket, work, name, tls=None):
+        argv = [binary, "--listen", "127.0.0.1:0", "--bucket", bucket]
+        if tls:
+            argv += ["--tls-cert", tls[0], "--tls-key", tls[1]]
+        super().__init__(name, argv, work)
+        self.url = ("https://" if tls else "http://") + self.field("addr")
+
+
+class Relay(Process):
+    """spool-relay in front of `fake`, over HTTPS when `tls` is (cert, key)."""
+
+    def __init__(self, binary, fake, bucket, work, name, tls=None):
+        spool = os.path.join(work, f"{name}-spool")
+        shutil.rmtree(spool, ignore_errors=True)
+        argv = [binary, "--dir", spool, "--upstream", f"gs://{bucket}", "--endpoint", fake,
+                "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--backoff-cap", "1s"]
+        if tls:
+            argv += ["--tls-cert", tls[0], "--tls-key", tls[1]]
+        super().__init__(name, argv, work)
+        self.url = ("https://" if tls else "http://") + self.field("addr")
+        self.metrics = "http://" + self.field("metrics") + "/metrics"
+
+    def spooled(self):
+        """How many uploads the relay has answered spooled so far."""
+        with urlopen(self.metrics) as r:
+            text = r.read().decode()
+        m = re.search(r'^spool_uploads_total\{outcome="spooled"\} (\d+)', text, re.M)
+        return int(m.group(1)) if m else 0
 
 
 def faults(fake, on):
@@ -241,13 +354,14 @@ def faults(fake, on):
         req = urllib.request.Request(f"{fake}/_fake/faults", data=body, method="POST")
     else:
         req = urllib.request.Request(f"{fake}/_fake/faults", method="DELETE")
-    urllib.request.urlopen(req, timeout=10).read()
+    urlopen(req).read()
 
 
 def cell(tool, column, fake, relay, bucket, local, digests):
     """Runs one tool in one column; returns (passed, what)."""
     prefix = f"{tool}/{column}/"
     endpoint = fake if column == "direct" else relay.url
+    spooled_before = relay.spooled() if relay else 0
     if column == "outage":
         faults(fake, True)
     try:
@@ -255,6 +369,12 @@ def cell(tool, column, fake, relay, bucket, local, digests):
     finally:
         if column == "outage":
             faults(fake, False)
+    if column == "outage":
+        # Every write of the tool met the outage: the relay spooled what it took.
+        spooled = relay.spooled() - spooled_before
+        if spooled == 0:
+            return False, "nothing was spooled: the outage did not reach the writes"
+        what += f"; {spooled} uploads spooled"
     wrong = wait_for(fake, bucket, expected)
     if wrong:
         sample = dict(list(wrong.items())[:3])
@@ -263,8 +383,9 @@ def cell(tool, column, fake, relay, bucket, local, digests):
 
 
 def main():
+    global CA_FILE
     p = argparse.ArgumentParser()
-    p.add_argument("--fake", required=True)
+    p.add_argument("--fake-bin", required=True)
     p.add_argument("--relay-bin", required=True)
     p.add_argument("--bucket", required=True)
     p.add_argument("--work", required=True)
@@ -278,26 +399,47 @@ def main():
     local = os.path.join(args.work, "tree")
     shutil.rmtree(local, ignore_errors=True)
     digests = tree(local)
-    relay = Relay(args.relay_bin, args.fake, args.bucket, args.work) if set(columns) - {"direct"} else None
+    started = []
     results = {}
     try:
+        # Each side: a fake, and a relay in front of it when a column needs one.
+        sides = {}
+        relays = bool(set(columns) - {"direct"})
+        if set(tools) - HTTPS_ONLY:
+            fake = Fake(args.fake_bin, args.bucket, args.work, "fake")
+            started.append(fake)
+            relay = Relay(args.relay_bin, fake.url, args.bucket, args.work, "relay") if relays else None
+            started += [relay] if relay else []
+            sides[False] = (fake, relay)
+        if set(tools) & HTTPS_ONLY:
+            tls = make_certificate(args.work)
+            CA_FILE = tls[0]
+            fake = Fake(args.fake_bin, args.bucket, args.work, "fake-https", tls)
+            started.append(fake)
+            relay = None
+            if relays:
+                relay = Relay(args.relay_bin, fake.url, args.bucket, args.work, "relay-https", tls)
+                started.append(relay)
+            sides[True] = (fake, relay)
         for column in columns:
             for tool in tools:
-                started = time.monotonic()
+                fake, relay = sides[tool in HTTPS_ONLY]
+                began = time.monotonic()
                 try:
-                    passed, what = cell(tool, column, args.fake, relay, args.bucket, local, digests)
+                    passed, what = cell(tool, column, fake.url, relay, args.bucket, local, digests)
                 except Exception as e:  # the tool failed: say how
                     passed, what = False, f"{type(e).__name__}: {str(e)[-1500:]}"
                     traceback.print_exc()
-                took = time.monotonic() - started
+                took = time.monotonic() - began
                 results[(tool, column)] = passed
                 print(f"{'ok  ' if passed else 'FAIL'} {tool:8} {column:7} {took:5.1f}s  {what}", flush=True)
     finally:
-        if relay:
-            relay.stop()
+        for process in reversed(started):
+            process.stop()
     print()
     print("| tool | " + " | ".join(columns) + " |")
     print("|---|" + "---|" * len(columns))
+
     def shown(tool, column):
         passed = results[(tool, column)]
         if (tool, column) in known:
