@@ -27,10 +27,12 @@ use fake_gcs::wire::{
 use http::{HeaderMap, Method, Request, Response};
 use hyper::body::Incoming;
 
+use crate::answer::OUTCOME_HEADER;
 use crate::body::Pieces;
 use crate::metrics::route_label;
 use crate::passthrough::{self, Forward, Op, Plan, ResponseBody};
 use crate::relay::{Relay, RelayConfig, other_preconditions, unsupported_options};
+use crate::spooled::TakenBack;
 use crate::upload::{Framing, body_rejection};
 
 /// Serves one request (hyper's service function); never fails.
@@ -117,6 +119,30 @@ async fn pass_on(
             _ => logged.streamed(SPOOLED, found.media(relay.spool(), api, forward.headers)),
         };
     }
+    if let Op::Delete(_) = forward.op
+        && let Some(name) = forward.route.object()
+    {
+        match take_back(relay, name).await {
+            TakenBack::NotSpooled => {}
+            TakenBack::Removed => {
+                // The spooled copy is gone for good; the upstream's, if any, too. A
+                // refusal of the upstream's (a precondition, 403) is its answer;
+                // 404 or a failure (the outage that spooled it) is not.
+                let upstream = relay.config().pass_through.serve(forward).await;
+                return match upstream {
+                    Ok(answer) if answer.status().is_client_error() && answer.status() != 404 => {
+                        logged.streamed(SPOOLED, answer)
+                    }
+                    _ => logged.reply(SPOOLED, Reply::new(204).header(OUTCOME_HEADER, "removed")),
+                };
+            }
+            TakenBack::Failed(e) => {
+                let message = format!("the spooled object could not be removed: {e}");
+                return logged.reply(SPOOLED, Rejection::status(503, message).reply(api));
+            }
+            TakenBack::Delivering => unreachable!("take_back waits for a delivery"),
+        }
+    }
     if let Op::List(list_api) = forward.op {
         let spooled = relay.spooled_objects().still_spooled(relay.spool()).await;
         if !spooled.is_empty() {
@@ -150,6 +176,24 @@ async fn pass_on(
         Ok(response) => logged.streamed(PASS_THROUGH, response),
         Err(failed) => logged.reply(PASS_THROUGH, failed.rejection().reply(api)),
     }
+}
+
+/// Takes `name` back out of the spool; while a drainer holds it (delivering it,
+/// or retrying during an outage), waits at most 5 s for the delivery, after
+/// which the `DELETE` passes through; then 503 (retry).
+async fn take_back(relay: &Relay, name: &str) -> TakenBack {
+    let spooled = relay.spooled_objects();
+    for _ in 0..100 {
+        match spooled.take_back(relay.spool(), name).await {
+            TakenBack::Delivering => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            done => return done,
+        }
+    }
+    TakenBack::Failed(std::io::Error::other(
+        "the drainer holds it to deliver it; retry the DELETE",
+    ))
 }
 
 /// The metrics label of every request passed through.

@@ -131,6 +131,56 @@ impl SpooledObjects {
     }
 }
 
+impl SpooledObjects {
+    /// Takes `name` back out of the spool (a `DELETE` of it): its entry is claimed
+    /// and removed (unlinked, `entries/` synced), so it is never delivered.
+    /// [`TakenBack::Delivering`] when a drainer holds the entry: it is being
+    /// delivered, and the caller waits for that.
+    pub(crate) async fn take_back(&self, spool: &Spool, name: &str) -> TakenBack {
+        let Some(seq) = self.seq_of(name) else {
+            return TakenBack::NotSpooled;
+        };
+        let Some(claim) = spool.claim_entry(seq) else {
+            return match self.find(spool, name).await {
+                Some(_) => TakenBack::Delivering,
+                None => TakenBack::NotSpooled,
+            };
+        };
+        match spool.remove(claim).await {
+            Ok(()) => {
+                self.forget(name, seq);
+                TakenBack::Removed
+            }
+            Err(e) => TakenBack::Failed(e),
+        }
+    }
+
+    fn seq_of(&self, name: &str) -> Option<u64> {
+        let by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+        by_name.get(name).map(|known| known.seq)
+    }
+
+    fn forget(&self, name: &str, seq: u64) {
+        let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+        if by_name.get(name).is_some_and(|now| now.seq == seq) {
+            by_name.remove(name);
+        }
+    }
+}
+
+/// What [`SpooledObjects::take_back`] did.
+#[derive(Debug)]
+pub(crate) enum TakenBack {
+    /// The entry is removed: it will never be delivered.
+    Removed,
+    /// The relay holds no such entry (never spooled, or delivered).
+    NotSpooled,
+    /// A drainer holds the entry: it is being delivered.
+    Delivering,
+    /// The entry could not be removed; it stays in the spool.
+    Failed(std::io::Error),
+}
+
 /// Forgets the name spooled first: the drainer delivers in sequence order, so it
 /// is the likeliest to be gone.
 fn forget_oldest(by_name: &mut BTreeMap<String, Acknowledged>) {

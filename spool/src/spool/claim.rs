@@ -181,6 +181,30 @@ impl Spool {
         claims
     }
 
+    /// Claims entry `seq` itself, out of order (to take back an entry whose
+    /// object is no longer wanted: settle it with [`Spool::remove`]). `None` when
+    /// it is not in the spool, someone else holds it (a drainer delivering it), or
+    /// the spool is reopening itself.
+    pub fn claim_entry(&self, seq: u64) -> Option<Claim> {
+        let mut state = self.state();
+        if state.broken.is_some() {
+            return None;
+        }
+        let meta = state.index.get_mut(&seq).filter(|meta| !meta.claimed)?;
+        meta.claimed = true;
+        let claim = Claim {
+            spool: self.clone(),
+            seq,
+            created_unix_ms: meta.created_unix_ms,
+            file_bytes: meta.file_bytes,
+            file: meta.file_name(seq),
+            settled: false,
+        };
+        state.claimed += 1;
+        state.check(&self.inner.config);
+        Some(claim)
+    }
+
     /// Waits until an entry can be claimed, then claims the oldest.
     pub async fn claim_next(&self) -> Claim {
         let mut claims = self.claim_next_batch(1, 0, 1).await;

@@ -840,3 +840,38 @@ async fn a_failed_directory_sync_fails_every_later_wait_until_reset() {
     sync.reset().await;
     sync.wait_durable(&disk, root.path(), later).await.unwrap();
 }
+
+#[tokio::test]
+async fn an_entry_claimed_by_its_number_is_skipped_by_the_drain_order_and_removed_for_good() {
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    spool.put("a/1", Bytes::from_static(b"one")).await.unwrap();
+    let second = spool.put("a/2", Bytes::from_static(b"two")).await.unwrap();
+    spool
+        .put("a/3", Bytes::from_static(b"three"))
+        .await
+        .unwrap();
+
+    let taken = spool.claim_entry(second.seq).unwrap();
+    assert!(spool.claim_entry(second.seq).is_none(), "claimed once");
+    let first = spool.claim_oldest().unwrap();
+    assert!(
+        spool.claim_entry(first.seq()).is_none(),
+        "a drainer's claim is refused"
+    );
+    let third = spool.claim_oldest().unwrap();
+    assert!(third.seq() > second.seq, "the claimed entry is skipped");
+    drop((first, third));
+
+    spool.remove(taken).await.unwrap();
+    assert!(spool.claim_entry(second.seq).is_none(), "gone");
+    assert_eq!(fx.entries().len(), 2);
+    drop(spool);
+    let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
+    assert_eq!(report.entries, 2);
+    let mut names = Vec::new();
+    while let Some(claim) = spool.claim_oldest() {
+        names.push(spool.read(&claim).await.unwrap().0.name);
+    }
+    assert_eq!(names, ["a/1", "a/3"]);
+}
