@@ -79,6 +79,13 @@ pub struct Args {
     /// TOKEN` (the probes need none). Or set SPOOL_RELAY_METRICS_TOKEN.
     #[arg(long, value_name = "PATH")]
     pub metrics_token_file: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM), for clients that speak only
+    /// HTTPS (gsutil); needs --tls-key. Links and session URLs are then https.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// A Cloud Storage emulator for a gs:// upstream (http://host:port). Default:
     /// STORAGE_EMULATOR_HOST when set.
     #[arg(long, value_name = "URL")]
@@ -183,6 +190,10 @@ pub async fn run_until(
     refuse_loop(&args)?;
     let server_config = args.server_config(std::env::var(TOKEN_ENV).ok(), &bucket)?;
     let metrics_token = args.metrics_token(std::env::var(METRICS_TOKEN_ENV).ok())?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(fake_gcs::tls::acceptor(cert, key)?),
+        _ => None,
+    };
     let store = spool::connect::store_from_url(&args.upstream, args.endpoint.as_deref())?;
     let (listener, inherited) = handoff::listener(inherited, args.listen).await?;
     let socket = handoff::keep(&listener)?;
@@ -213,6 +224,7 @@ pub async fn run_until(
     tracing::info!(
         target: "spool_relay",
         addr = %listener.local_addr()?,
+        scheme = if tls.is_some() { "https" } else { "http" },
         inherited,
         metrics = %metrics.as_ref().map_or("off".to_string(), |(addr, _)| addr.to_string()),
         upstream = %args.upstream,
@@ -231,12 +243,13 @@ pub async fn run_until(
         // process (or systemd) holds the socket too.
         drop(socket);
     };
-    crate::serve_with(
+    crate::serve_with_tls(
         relay,
         listener,
         shutdown,
         args.shutdown_grace,
         server_config,
+        tls,
     )
     .await?;
     drainer.shutdown().await;

@@ -41,8 +41,10 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
     let query = Query::parse(parts.uri.query());
     let route = Route::parse(&parts.method, &parts.uri, &query);
     let api = route.api();
+    let scheme = parts.extensions.get::<crate::server::Scheme>().copied();
     let base = format!(
-        "http://{}",
+        "{}://{}",
+        scheme.map_or("http", crate::server::Scheme::name),
         header(&parts.headers, "host").unwrap_or("localhost")
     );
     let started = tokio::time::Instant::now();

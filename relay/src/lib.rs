@@ -97,5 +97,5 @@ pub use relay::{
 };
 pub use server::{
     Connections, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS, HEADER_READ_TIMEOUT, ServerConfig,
-    serve, serve_with,
+    serve, serve_with, serve_with_tls,
 };

@@ -37,6 +37,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use fake_gcs::tls::{HANDSHAKE_TIMEOUT, TlsAcceptor};
 use fake_gcs::wire::{Query, Route};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -60,6 +61,23 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// [`ServerConfig::max_connections`]'s default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// How a connection reached the relay, in its requests' extensions: the scheme of
+/// the links and session URLs the answers carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
 /// The pause after a failed accept.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// How long a connection is left to send a request's head (or its next one) before
@@ -126,6 +144,7 @@ impl ServerConfig {
 /// connections.shutdown(std::time::Duration::from_secs(30)).await;
 /// # }
 /// ```
+#[derive(Clone)]
 pub struct Connections {
     relay: Relay,
     access: Arc<Access>,
@@ -336,10 +355,38 @@ impl Connections {
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
+        self.serve_stream(io, place, Scheme::Http);
+    }
+
+    /// [`serve_in`](Self::serve_in) over TLS: the handshake on the connection's own
+    /// task, within [`fake_gcs::tls::HANDSHAKE_TIMEOUT`] (the place is given back
+    /// when it fails), then HTTP/1.1, links and session URLs in `https`.
+    pub fn serve_tls_in<I>(&self, io: I, place: Place, tls: TlsAcceptor)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(io)).await;
+            match handshake {
+                Ok(Ok(stream)) => this.serve_stream(stream, place, Scheme::Https),
+                Ok(Err(e)) => tracing::debug!(target: "spool_relay", "TLS handshake: {e}"),
+                Err(_) => {
+                    tracing::debug!(target: "spool_relay", "no TLS handshake within its time")
+                }
+            }
+        });
+    }
+
+    fn serve_stream<I>(&self, io: I, place: Place, scheme: Scheme)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let relay = self.relay.clone();
         let access = self.access.clone();
         let (table, id) = (self.table.clone(), place.id);
-        let service = service_fn(move |req| {
+        let service = service_fn(move |mut req: http::Request<Incoming>| {
+            req.extensions_mut().insert(scheme);
             let relay = relay.clone();
             let access = access.clone();
             let table = table.clone();
@@ -466,7 +513,7 @@ pub async fn serve(
     grace: Duration,
 ) {
     let connections = Connections::new(relay);
-    accept_loop(&connections, listener, shutdown).await;
+    accept_loop(&connections, listener, shutdown, None).await;
     connections.shutdown(grace).await;
 }
 
@@ -482,8 +529,20 @@ pub async fn serve_with(
     grace: Duration,
     config: ServerConfig,
 ) -> Result<(), ConfigError> {
+    serve_with_tls(relay, listener, shutdown, grace, config, None).await
+}
+
+/// [`serve_with`], over TLS when `tls` is given (`--tls-cert`, `--tls-key`).
+pub async fn serve_with_tls(
+    relay: Relay,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+    config: ServerConfig,
+    tls: Option<TlsAcceptor>,
+) -> Result<(), ConfigError> {
     let connections = Connections::with_config(relay, &config)?;
-    accept_loop(&connections, listener, shutdown).await;
+    accept_loop(&connections, listener, shutdown, tls).await;
     connections.shutdown(grace).await;
     Ok(())
 }
@@ -511,6 +570,7 @@ async fn accept_loop(
     connections: &Connections,
     mut listener: impl Acceptor,
     shutdown: impl Future<Output = ()>,
+    tls: Option<TlsAcceptor>,
 ) {
     let mut failed_in_a_row: u64 = 0;
     tokio::pin!(shutdown);
@@ -533,7 +593,10 @@ async fn accept_loop(
                         );
                         failed_in_a_row = 0;
                     }
-                    connections.serve_in(stream, place);
+                    match &tls {
+                        None => connections.serve_in(stream, place),
+                        Some(tls) => connections.serve_tls_in(stream, place, tls.clone()),
+                    }
                 }
                 Err(e) => {
                     failed_in_a_row += 1;
@@ -667,7 +730,7 @@ mod tests {
         script.send(Ok(silent_end)).unwrap();
         script.send(Ok(second_end)).unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = accept_loop(&connections, acceptor, async { drop(stopped.await) });
+        let serving = accept_loop(&connections, acceptor, async { drop(stopped.await) }, None);
         let test = async {
             silent
                 .write_all(b"GET /storage/v1/b/bkt HTTP/1.1\r\nHos")
@@ -701,7 +764,7 @@ mod tests {
         script.send(Ok(first_end)).unwrap();
         script.send(Ok(second_end)).unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = accept_loop(&connections, acceptor, async { drop(stopped.await) });
+        let serving = accept_loop(&connections, acceptor, async { drop(stopped.await) }, None);
         let upload = b"POST /upload/storage/v1/b/bkt/o?uploadType=media&name=o HTTP/1.1\r\n\
                        Host: 127.0.0.1\r\nContent-Length: 10\r\n\r\n01234";
         let test = async {
@@ -734,7 +797,7 @@ mod tests {
         let (mut client, server_end) = tokio::io::duplex(1 << 16);
         script.send(Ok(server_end)).unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = accept_loop(&connections, acceptor, async { drop(stopped.await) });
+        let serving = accept_loop(&connections, acceptor, async { drop(stopped.await) }, None);
         let started = tokio::time::Instant::now();
         let test = async {
             client.write_all(BUCKET_GET).await.unwrap();

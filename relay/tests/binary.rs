@@ -299,3 +299,55 @@ async fn the_binary_answers_reads_from_a_file_upstream() {
     terminate(&relay);
     assert!(exited(relay, &mut log).await.success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_certificate_the_binary_serves_https_and_its_session_urls_say_so() {
+    let (fake, fake_base) = real_fake().await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, generated.cert.pem()).unwrap();
+    std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+    let upstream = format!("gs://{BUCKET}");
+    let args = [
+        "--dir",
+        "spool",
+        "--upstream",
+        &upstream,
+        "--endpoint",
+        &fake_base,
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ];
+    let (relay, mut log, addr) = start(dir.path(), &args).await;
+    let port = addr.rsplit(':').next().unwrap();
+    let root = reqwest::Certificate::from_pem(generated.cert.pem().as_bytes()).unwrap();
+    let https = reqwest::Client::builder()
+        .add_root_certificate(root)
+        .build()
+        .unwrap();
+    let base = format!("https://localhost:{port}");
+    let url = format!(
+        "{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&ifGenerationMatch=0&name=s/a"
+    );
+    let upload = https.post(url).body("secure").send().await.unwrap();
+    assert_eq!(upload.status(), 200);
+    assert_eq!(stored(&fake, "s/a").as_deref(), Some(&b"secure"[..]));
+    // A resumable session's URL is where the client reached the relay: https.
+    let start = format!("{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=resumable&name=s/b");
+    let opened = https.post(start).send().await.unwrap();
+    assert_eq!(opened.status(), 200);
+    let location = opened.headers()["location"].to_str().unwrap().to_string();
+    assert!(location.starts_with(&format!("{base}/")), "{location}");
+    // Plain HTTP to the same port gets no answer.
+    let plain = reqwest::Client::new()
+        .get(format!("http://{addr}/storage/v1/b/{BUCKET}"))
+        .send()
+        .await;
+    assert!(plain.is_err(), "{plain:?}");
+    terminate(&relay);
+    assert!(exited(relay, &mut log).await.success());
+}
