@@ -238,37 +238,62 @@ CA_FILE = None
 
 
 def make_certificate(work):
-    """A self-signed certificate for 127.0.0.1 and localhost, and its key (PEM)."""
+    """A certificate authority and a server certificate it signs for 127.0.0.1 and
+    localhost. Returns (ca.pem, server.pem, server key.pem): clients trust the first
+    (a verifier such as webpki refuses a CA certificate used as the server's own), the
+    servers serve the second with the third."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
     import ipaddress
 
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def builder(subject, issuer, public_key):
+        return (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(issuer)
+            .public_key(public_key)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=2))
+        )
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "tool checks CA")])
+    ca = (
+        builder(ca_name, ca_name, ca_key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.timezone.utc)
     cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=2))
+        builder(name, ca_name, key.public_key())
         .add_extension(
             x509.SubjectAlternativeName(
                 [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
             ),
             critical=False,
         )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
     )
-    cert_path, key_path = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
-    with open(cert_path, "wb") as f:
+    paths = [os.path.join(work, f) for f in ("ca.pem", "cert.pem", "key.pem")]
+    with open(paths[0], "wb") as f:
+        f.write(ca.public_bytes(serialization.Encoding.PEM))
+    with open(paths[1], "wb") as f:
         f.write(cert.public_bytes(serialization.Encoding.PEM))
-    with open(key_path, "wb") as f:
+    with open(paths[2], "wb") as f:
         f.write(
             key.private_bytes(
                 serialization.Encoding.PEM,
@@ -276,7 +301,7 @@ def make_certificate(work):
                 serialization.NoEncryption(),
             )
         )
-    return cert_path, key_path
+    return tuple(paths)
 
 
 # -- the relay and the fake ---------------------------------------------------
@@ -293,10 +318,12 @@ class Process:
     """A binary of the workspace started with `args`, its log in `work/NAME.log`,
     and the fields of its first "listening" line."""
 
-    def __init__(self, name, argv, work):
+    def __init__(self, name, argv, work, env=None):
         self.log_path = os.path.join(work, f"{name}.log")
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            argv, stdout=self.log, stderr=subprocess.STDOUT, env=env
+        )
 
     def field(self, name):
         for _ in range(100):
@@ -334,9 +361,13 @@ class Relay(Process):
         shutil.rmtree(spool, ignore_errors=True)
         argv = [binary, "--dir", spool, "--upstream", f"gs://{bucket}", "--endpoint", fake,
                 "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--backoff-cap", "1s"]
+        env = None
         if tls:
             argv += ["--tls-cert", tls[0], "--tls-key", tls[1]]
-        super().__init__(name, argv, work)
+            # Its upstream, the fake, serves the same certificate: the relay's clients
+            # verify with the platform's roots, which SSL_CERT_FILE replaces.
+            env = dict(os.environ, SSL_CERT_FILE=CA_FILE)
+        super().__init__(name, argv, work, env)
         self.url = ("https://" if tls else "http://") + self.field("addr")
         self.metrics = "http://" + self.field("metrics") + "/metrics"
 
@@ -412,8 +443,7 @@ def main():
             started += [relay] if relay else []
             sides[False] = (fake, relay)
         if set(tools) & HTTPS_ONLY:
-            tls = make_certificate(args.work)
-            CA_FILE = tls[0]
+            CA_FILE, *tls = make_certificate(args.work)
             fake = Fake(args.fake_bin, args.bucket, args.work, "fake-https", tls)
             started.append(fake)
             relay = None
