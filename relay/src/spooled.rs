@@ -20,13 +20,17 @@
 //! - At most the spool's `max_files` names are kept: past it, the one spooled first
 //!   is forgotten (the drainer delivers in sequence order).
 //! - Only a relay that passes reads through ([`crate::PassThrough`] on) keeps them.
+//! - A second upload of a name still spooled is answered as the bucket will answer
+//!   it once the first is delivered ([`Found::holds`]): 200 for the same bytes, 412
+//!   for others; it is never written itself. Uploads of one name finish one at a
+//!   time ([`SpooledObjects::finishing`]), so two that race both see the first.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use fake_gcs::wire::{Api, ObjectRecord, Reply, header, resolve_range};
+use fake_gcs::wire::{Api, Digests, ObjectRecord, Reply, header, resolve_range};
 use http_body_util::BodyExt as _;
 use spool::Spool;
 use spool::layout::{ENTRIES_DIR, parse_entry_name};
@@ -41,6 +45,30 @@ const PIECE_BYTES: u64 = 1 << 20;
 #[derive(Debug, Default)]
 pub(crate) struct SpooledObjects {
     by_name: Mutex<BTreeMap<String, Acknowledged>>,
+    /// The names whose uploads are finishing, each with its turn: held while an
+    /// upload is checked against the spooled names and made safe.
+    finishing: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// An upload's turn to finish under its name; the next waits until it is dropped.
+pub(crate) struct Finishing<'a> {
+    objects: &'a SpooledObjects,
+    name: String,
+    turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Drop for Finishing<'_> {
+    fn drop(&mut self) {
+        let mut finishing = (self.objects.finishing.lock()).unwrap_or_else(|e| e.into_inner());
+        self.turn = None;
+        // Only the table's own reference left: nobody holds or waits for this name.
+        if finishing
+            .get(&self.name)
+            .is_some_and(|turn| Arc::strong_count(turn) == 1)
+        {
+            finishing.remove(&self.name);
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -58,6 +86,30 @@ pub(crate) struct Found {
 }
 
 impl SpooledObjects {
+    /// Waits for the turn of an upload named `name` to finish: one at a time per
+    /// name, so that a second upload sees the first one spooled.
+    pub(crate) async fn finishing(&self, name: &str) -> Finishing<'_> {
+        let turn = {
+            let mut finishing = self.finishing.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(finishing.entry(name.to_owned()).or_default())
+        };
+        let turn = turn.lock_owned().await;
+        Finishing {
+            objects: self,
+            name: name.to_owned(),
+            turn: Some(turn),
+        }
+    }
+
+    /// How many names have an upload finishing or waiting to (for tests).
+    #[cfg(test)]
+    pub(crate) fn finishing_names(&self) -> usize {
+        self.finishing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+
     /// Remembers that `record` was answered `spooled` as entry `seq`.
     pub(crate) fn acknowledged(&self, spool: &Spool, record: &ObjectRecord, seq: u64) {
         let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
@@ -205,6 +257,20 @@ async fn entry_of(spool: &Spool, seq: u64) -> Option<(PathBuf, u64)> {
 }
 
 impl Found {
+    /// Whether the spooled object's bytes are `size` bytes with these digests: a
+    /// second upload of its name with them is the bucket's 200, with others its 412.
+    pub(crate) fn holds(&self, size: u64, digests: &Digests) -> bool {
+        let record = &self.record;
+        record.size == size && record.crc32c == digests.crc32c && record.md5 == digests.md5
+    }
+
+    /// The answer to an upload of the same bytes: the spooled object's own, as the
+    /// first upload was answered (its generation, its time), marked `spooled`.
+    pub(crate) fn uploaded(&self, api: Api, base: &str, bucket: &str) -> Reply {
+        fake_gcs::wire::uploaded(api, base, bucket, &self.record)
+            .header(OUTCOME_HEADER, OUTCOME_SPOOLED)
+    }
+
     /// The JSON resource of the object, marked `x-spool-outcome: spooled`.
     pub(crate) fn resource(&self, base: &str, bucket: &str) -> Reply {
         Reply::json(200, &self.record.json_resource(base, bucket))
@@ -272,5 +338,30 @@ impl Pieces {
         });
         let stream = futures::TryStreamExt::map_err(stream, |e| Box::new(e) as BoxError);
         http_body_util::StreamBody::new(stream).boxed_unsync()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn uploads_of_one_name_finish_one_at_a_time_and_the_table_forgets_the_name() {
+        let objects = SpooledObjects::default();
+        let first = objects.finishing("a").await;
+        let other = objects.finishing("b").await;
+        let second = objects.finishing("a");
+        tokio::pin!(second);
+        assert!(
+            futures::poll!(second.as_mut()).is_pending(),
+            "the second waits for the first"
+        );
+        drop(other);
+        assert_eq!(objects.finishing_names(), 1, "b forgotten, a waited for");
+        drop(first);
+        let second = second.await;
+        assert_eq!(objects.finishing_names(), 1);
+        drop(second);
+        assert_eq!(objects.finishing_names(), 0);
     }
 }

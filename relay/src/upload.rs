@@ -15,15 +15,16 @@
 
 use bytes::{Bytes, BytesMut};
 use fake_gcs::wire::{
-    Api, Hashing, MultipartError, MultipartStream, Rejection, Reply, RequestHead, Upload,
+    Api, Digests, Hashing, MultipartError, MultipartStream, Rejection, Reply, RequestHead, Upload,
     multipart_boundary,
 };
 use object_store::Attributes;
-use spool::{PutError, Staged, UploadError};
+use spool::{PutError, Staged, StoreError, UploadError};
 
 use crate::answer;
 use crate::body::{BodyError, Pieces};
 use crate::relay::Relay;
+use crate::spooled::Found;
 
 /// Where a streamed upload's bytes are in its body.
 pub(crate) enum Framing {
@@ -114,6 +115,13 @@ impl Relay {
             }
             return Err(Rejection::BadDigest(mismatch));
         }
+        let _turn = self.spooled_objects().finishing(&upload.name).await;
+        if let Some(spooled) = self.spooled(&upload.name).await {
+            if let Sink::Staged(staged) = sink {
+                staged.discard().await;
+            }
+            return Ok(self.spooled_again(base, &upload, &spooled, size, &digests));
+        }
         let uploader = self.uploader();
         let result = match sink {
             Sink::Memory { buffer, held } => {
@@ -138,6 +146,30 @@ impl Relay {
             }
             Err(error) => self.refused(upload.api, error),
         })
+    }
+
+    /// The answer to an upload of a name still spooled, as the bucket will answer it
+    /// once the spooled object is delivered: the relay writes create-if-absent, so
+    /// the same bytes are that object (200, `spooled`) and other bytes are a 412.
+    fn spooled_again(
+        &self,
+        base: &str,
+        upload: &Upload,
+        spooled: &Found,
+        size: u64,
+        digests: &Digests,
+    ) -> Reply {
+        if spooled.holds(size, digests) {
+            return spooled.uploaded(upload.api, base, &upload.bucket);
+        }
+        let detail = format!(
+            "{:?} is still in the spool with other bytes ({size} bytes sent)",
+            upload.name
+        );
+        self.refused(
+            upload.api,
+            UploadError::Refused(StoreError::Conflict { detail }),
+        )
     }
 
     /// The answer to an upload whose staged entry the spool refused (at its start or

@@ -933,3 +933,65 @@ async fn a_delete_of_a_spooled_name_the_drainer_holds_is_503_and_the_object_land
     assert!(fake.object(BUCKET, "d/held").is_none());
     h.stopped().await;
 }
+
+#[tokio::test]
+async fn a_second_upload_of_a_spooled_name_is_answered_as_the_bucket_will_answer_it() {
+    let (fake, fake_base) = real_fake().await;
+    let h = passing_through(&fake_base).await;
+    common::fail_writes(&fake);
+    let first = spool(&h, "again/one", b"first bytes").await;
+
+    // The same bytes: the spooled object, as its own upload was answered.
+    let same = h.media("again/one", b"first bytes").await;
+    assert_eq!(same.status(), 200);
+    assert_eq!(common::outcome(&same), "spooled");
+    let same = body_json(same).await;
+    for field in ["generation", "md5Hash", "crc32c", "size", "timeCreated"] {
+        assert_eq!(same[field], first[field], "{field}");
+    }
+    // Other bytes: 412, as the bucket answers a create-if-absent of a taken name;
+    // over XML as well, and the spool holds the first upload alone.
+    let other = h.media("again/one", b"other bytes").await;
+    assert_eq!(other.status(), 412, "{:?}", other.text().await);
+    let xml = h.xml_put("again/one", b"other bytes").send().await.unwrap();
+    assert_eq!(xml.status(), 412);
+    assert_eq!(h.spool.stats().files, 1);
+
+    fake.clear_faults();
+    h.drained().await;
+    assert_eq!(
+        common::stored(&fake, "again/one").as_deref(),
+        Some(&b"first bytes"[..])
+    );
+    assert_eq!(h.spool.stats().dead_letter_files, 0, "nothing set aside");
+    // Delivered: the bucket answers for itself.
+    let landed = h.media("again/one", b"other bytes").await;
+    assert_eq!(landed.status(), 412);
+    h.stopped().await;
+}
+
+#[tokio::test]
+async fn uploads_of_one_name_racing_during_an_outage_leave_one_object_and_one_answer_412() {
+    let (fake, fake_base) = real_fake().await;
+    let h = passing_through(&fake_base).await;
+    common::fail_writes(&fake);
+    let uploads = (0..6u8).map(|i| {
+        let h = &h;
+        async move { h.media("race/one", &[b'a' + i; 64 * 1024]).await.status() }
+    });
+    let statuses = futures::future::join_all(uploads).await;
+    assert_eq!(
+        statuses.iter().filter(|s| s.as_u16() == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| [200, 412].contains(&s.as_u16())),
+        "{statuses:?}"
+    );
+    assert_eq!(h.spool.stats().files, 1);
+    fake.clear_faults();
+    h.drained().await;
+    assert_eq!(h.spool.stats().dead_letter_files, 0, "nothing set aside");
+    h.stopped().await;
+}
