@@ -3,6 +3,7 @@
 //! request is one piece whatever the object's size, and stops at a limit.
 
 use bytes::{Bytes, BytesMut};
+use fake_gcs::wire::Rejection;
 use http_body_util::BodyExt as _;
 use hyper::body::{Body, Incoming};
 
@@ -25,6 +26,22 @@ pub enum BodyError {
     /// `Content-Length` ends this way when the client closes).
     #[error("The request body could not be read: {0}")]
     Broken(String),
+}
+
+/// The largest body of a request that carries no object bytes (a resumable
+/// session's opening resource, a JSON resource passed through), and so the room
+/// a multipart body has beside its media ([`crate::MULTIPART_OVERHEAD_BYTES`]).
+pub(crate) const MAX_RESOURCE_BYTES: u64 = 64 * 1024;
+
+impl BodyError {
+    /// The refusal a client is answered with: 413 past the limit, 400 else.
+    pub(crate) fn rejection(self) -> Rejection {
+        let status = match self {
+            BodyError::TooLarge { .. } => 413,
+            BodyError::Broken(_) => 400,
+        };
+        Rejection::status(status, self.to_string())
+    }
 }
 
 /// A body read in pieces; see the module doc.

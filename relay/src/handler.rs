@@ -31,9 +31,26 @@ use crate::answer::OUTCOME_HEADER;
 use crate::body::Pieces;
 use crate::metrics::route_label;
 use crate::passthrough::{self, Forward, Op, Plan, ResponseBody};
-use crate::relay::{Relay, RelayConfig, other_preconditions, unsupported_options};
+use crate::relay::{Relay, other_preconditions, unsupported_options};
 use crate::spooled::TakenBack;
-use crate::upload::{Framing, body_rejection};
+use crate::upload::Framing;
+
+/// How a connection reached the relay, in its requests' extensions: the scheme of
+/// the links and session URLs the answers carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
 
 /// Serves one request (hyper's service function); never fails.
 pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<ResponseBody> {
@@ -41,10 +58,10 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
     let query = Query::parse(parts.uri.query());
     let route = Route::parse(&parts.method, &parts.uri, &query);
     let api = route.api();
-    let scheme = parts.extensions.get::<crate::server::Scheme>().copied();
+    let scheme = parts.extensions.get::<Scheme>().copied();
     let base = format!(
         "{}://{}",
-        scheme.map_or("http", crate::server::Scheme::name),
+        scheme.map_or("http", Scheme::name),
         header(&parts.headers, "host").unwrap_or("localhost")
     );
     let started = tokio::time::Instant::now();
@@ -352,16 +369,16 @@ impl Served<'_> {
 /// 413 for a request whose `Content-Length` is over the relay's limit.
 fn declared_too_large(headers: &HeaderMap, limit: u64) -> Option<Rejection> {
     let declared: u64 = header(headers, "content-length")?.trim().parse().ok()?;
-    (declared > limit).then(|| body_rejection(crate::body::BodyError::TooLarge { limit }))
+    (declared > limit).then(|| crate::body::BodyError::TooLarge { limit }.rejection())
 }
 
 /// The whole body of a request that carries no object bytes, at most
-/// [`RelayConfig::MAX_RESOURCE_BYTES`].
+/// [`crate::body::MAX_RESOURCE_BYTES`].
 async fn small_body(body: Pieces) -> Result<Bytes, Rejection> {
-    body.limited(RelayConfig::MAX_RESOURCE_BYTES)
+    body.limited(crate::body::MAX_RESOURCE_BYTES)
         .whole()
         .await
-        .map_err(body_rejection)
+        .map_err(crate::body::BodyError::rejection)
 }
 
 /// 501 for what the relay does not pass through to the upstream.

@@ -22,8 +22,9 @@ use crate::sessions::{Limits, SessionStore};
 use crate::spooled::{Found, SpooledObjects};
 
 /// Room for a multipart body's metadata part and boundaries beside its media:
-/// a request body may be this much larger than the largest object.
-pub const MULTIPART_OVERHEAD_BYTES: u64 = 64 * 1024;
+/// a request body may be this much larger than the largest object. As much as
+/// the largest JSON resource a request may carry.
+pub const MULTIPART_OVERHEAD_BYTES: u64 = crate::body::MAX_RESOURCE_BYTES;
 
 /// Cloud Storage's largest object, and the relay's default limit when the spool
 /// can hold it.
@@ -160,10 +161,6 @@ impl RelayConfig {
             None => Ok(largest.min(CLOUD_STORAGE_MAX_OBJECT_BYTES)),
         }
     }
-
-    /// The largest body of a request that carries no object bytes (a resumable
-    /// session's opening resource).
-    pub(crate) const MAX_RESOURCE_BYTES: u64 = MULTIPART_OVERHEAD_BYTES;
 }
 
 /// The relay's state. Cheap to clone (an `Arc` inside); serve it with

@@ -32,7 +32,6 @@ use http::HeaderMap;
 use crate::body::{PIECE_BYTES, Pieces};
 use crate::relay::Relay;
 use crate::sessions::{Chunk, Hold, Opening, Request, SessionError};
-use crate::upload::body_rejection;
 
 /// Cloud Storage's chunk granularity: every chunk of a resumable upload but the
 /// last is a multiple of it (262,144 bytes).
@@ -281,7 +280,11 @@ impl Relay {
         let mut stored = Stored::new(self, &id, place.first.min(received), received);
         let mut at = place.first;
         let mut fresh = Hashing::default();
-        while let Some(mut piece) = body.next().await.map_err(body_rejection)? {
+        while let Some(mut piece) = body
+            .next()
+            .await
+            .map_err(crate::body::BodyError::rejection)?
+        {
             let end = at + piece.len() as u64;
             if let Some(declared_end) = place.declared_end()
                 && end > declared_end

@@ -49,7 +49,7 @@ use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use crate::auth::{Access, Refusal};
-use crate::handler;
+use crate::handler::{self, Scheme};
 use crate::metrics::route_label;
 use crate::relay::{ConfigError, Relay};
 use crate::timeout_io::TimeoutIo;
@@ -61,22 +61,6 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// [`ServerConfig::max_connections`]'s default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
-/// How a connection reached the relay, in its requests' extensions: the scheme of
-/// the links and session URLs the answers carry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Scheme {
-    Http,
-    Https,
-}
-
-impl Scheme {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Scheme::Http => "http",
-            Scheme::Https => "https",
-        }
-    }
-}
 
 /// The pause after a failed accept.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);

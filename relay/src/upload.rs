@@ -71,7 +71,7 @@ impl Relay {
         if let Some(reply) = stream.feed(first).await? {
             return Ok(reply);
         }
-        while let Some(piece) = body.next().await.map_err(body_rejection)? {
+        while let Some(piece) = body.next().await.map_err(BodyError::rejection)? {
             let media = match &mut multipart {
                 Some(m) => m.media(&piece)?,
                 None => piece,
@@ -270,7 +270,7 @@ async fn multipart_head(
     let content_type = fake_gcs::wire::header(head.headers, "content-type").unwrap_or_default();
     let mut stream = MultipartStream::new(&multipart_boundary(content_type)?)?;
     loop {
-        let piece = body.next().await.map_err(body_rejection)?;
+        let piece = body.next().await.map_err(BodyError::rejection)?;
         let Some(piece) = piece else {
             let ended = MultipartError::Malformed("the body ended before its media part");
             return Err(ended.into());
@@ -282,13 +282,4 @@ async fn multipart_head(
             return Ok((upload, stream, first));
         }
     }
-}
-
-/// A body that could not be read: too large (413) or broken (400).
-pub(crate) fn body_rejection(e: BodyError) -> Rejection {
-    let status = match e {
-        BodyError::TooLarge { .. } => 413,
-        BodyError::Broken(_) => 400,
-    };
-    Rejection::status(status, e.to_string())
 }

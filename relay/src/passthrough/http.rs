@@ -195,10 +195,10 @@ async fn request_body(
         return Ok(reqwest::Body::from(bytes::Bytes::new()));
     }
     let bytes = body
-        .limited(crate::relay::RelayConfig::MAX_RESOURCE_BYTES)
+        .limited(crate::body::MAX_RESOURCE_BYTES)
         .whole()
         .await
-        .map_err(|e| PassError::Refused(crate::upload::body_rejection(e)))?;
+        .map_err(|e| PassError::Refused(e.rejection()))?;
     Ok(reqwest::Body::from(bytes))
 }
 
