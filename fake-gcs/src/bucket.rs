@@ -15,10 +15,12 @@ use std::num::NonZeroU32;
 use std::ops::Bound;
 
 use bytes::Bytes;
+use serde_json::{Map, Value};
 
 use crate::metadata::{BucketMeta, DEFAULT_PROJECT, ObjectChanges, ObjectEdit};
 use crate::wire::{
     DEFAULT_CONTENT_TYPE, ListPage, ListQuery, ObjectAttributes, ObjectMeta, ObjectRecord,
+    Rejection, rfc3339_millis,
 };
 
 /// A stored object: its record without the name (the bucket's map key already holds
@@ -132,6 +134,25 @@ impl StoredObject {
         }));
     }
 
+    /// Sets `fields` of its resource (a hold, a retention expiration) without
+    /// counting a metageneration: what the bucket gives an object as it is written.
+    pub(crate) fn add_fields(&mut self, fields: Map<String, Value>) {
+        if fields.is_empty() {
+            return;
+        }
+        let mut edit = self.edit();
+        edit.changes.meta.extra.extend(fields);
+        self.set_edit(edit);
+    }
+
+    /// Whether the resource field `key` is `true` (a hold).
+    fn flag(&self, key: &str) -> bool {
+        self.meta()
+            .and_then(|m| m.extra.get(key))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
     /// The record of this object, stored under `name`.
     pub(crate) fn record(&self, name: &str) -> ObjectRecord {
         let (content_type, attributes) = match &self.described {
@@ -213,6 +234,75 @@ impl Bucket {
             objects: BTreeMap::new(),
             meta: BucketMeta::new(project, created_unix_ms),
         }
+    }
+
+    /// The bucket's retention period, when it has a retention policy.
+    pub(crate) fn retention_period_ms(&self) -> Option<u64> {
+        let period = self
+            .meta
+            .fields
+            .get("retentionPolicy")?
+            .get("retentionPeriod")?;
+        let seconds = match period {
+            Value::String(s) => s.parse::<u64>().ok()?,
+            other => other.as_u64()?,
+        };
+        Some(seconds.saturating_mul(1000))
+    }
+
+    /// The fields Cloud Storage gives an object as it is written to this bucket at
+    /// `created_unix_ms`: `eventBasedHold: true` under `defaultEventBasedHold`, and
+    /// `retentionExpirationTime` (creation plus the retention period) under a
+    /// retention policy.
+    pub(crate) fn new_object_fields(&self, created_unix_ms: u64) -> Map<String, Value> {
+        let mut fields = Map::new();
+        let default_hold = self.meta.fields.get("defaultEventBasedHold");
+        if default_hold.and_then(Value::as_bool) == Some(true) {
+            fields.insert("eventBasedHold".into(), Value::Bool(true));
+        }
+        if let Some(period) = self.retention_period_ms() {
+            let expires = rfc3339_millis(created_unix_ms.saturating_add(period));
+            fields.insert("retentionExpirationTime".into(), Value::String(expires));
+        }
+        fields
+    }
+
+    /// 403, with Cloud Storage's message, when the live object `name` of this
+    /// bucket (named `bucket`) may not be deleted or replaced at `now_ms`: it is
+    /// under a temporary or event-based hold, or younger than the bucket's
+    /// retention period.
+    pub(crate) fn protect(&self, bucket: &str, name: &str, now_ms: u64) -> Result<(), Rejection> {
+        let Some(object) = self.objects.get(name) else {
+            return Ok(());
+        };
+        for (key, hold) in [
+            ("temporaryHold", "Temporary"),
+            ("eventBasedHold", "Event-Based"),
+        ] {
+            if object.flag(key) {
+                return Err(Rejection::status(
+                    403,
+                    format!(
+                        "Object '{bucket}/{name}' is under active {hold} hold and cannot be \
+                         deleted, overwritten or archived until hold is removed."
+                    ),
+                ));
+            }
+        }
+        if let Some(period) = self.retention_period_ms() {
+            let expires = object.created_unix_ms.saturating_add(period);
+            if now_ms < expires {
+                return Err(Rejection::status(
+                    403,
+                    format!(
+                        "Object '{bucket}/{name}' is subject to bucket's retention policy or \
+                         object retention and cannot be deleted or overwritten until {}",
+                        rfc3339_millis(expires)
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The largest name below `name`: where a listing that starts at `name`

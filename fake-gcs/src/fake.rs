@@ -273,11 +273,11 @@ impl State {
             attributes: object.attributes.boxed(),
             component_count: object.component_count,
         };
-        let (key, stored) = StoredObject::new(record.clone(), data);
+        let (key, mut stored) = StoredObject::new(record.clone(), data);
         let b = self.buckets.entry(bucket.to_string());
-        b.or_insert_with(|| Bucket::new(now_ms))
-            .objects
-            .insert(key, stored);
+        let b = b.or_insert_with(|| Bucket::new(now_ms));
+        stored.add_fields(b.new_object_fields(now_ms));
+        b.objects.insert(key, stored);
         record
     }
 

@@ -441,6 +441,7 @@ impl Ctx<'_> {
             state.stats.precondition_failures += 1;
             return Err(Rejection::PreconditionFailed);
         }
+        b.protect(bucket, name, self.now_ms)?;
         b.objects.remove(name);
         Ok(Reply::new(204))
     }
@@ -465,6 +466,12 @@ impl Ctx<'_> {
                 ..Rejection::PreconditionFailed.reply(upload.api).into()
             });
         }
+        if let Err(held) = b.protect(&upload.bucket, &upload.name, now_ms) {
+            return Ok(Served {
+                object: Some(upload.name),
+                ..held.reply(upload.api).into()
+            });
+        }
         let object = NewObject {
             name: upload.name,
             data: upload.data,
@@ -475,8 +482,12 @@ impl Ctx<'_> {
         };
         let record = state.commit(&upload.bucket, object, now_ms, keep_bytes);
         state.stats.objects_committed += 1;
+        let reply = match upload.api {
+            Api::Json => Reply::json(200, &self.written_resource(&upload.bucket, &record)),
+            Api::Xml => wire::uploaded(upload.api, &self.base, &upload.bucket, &record),
+        };
         Ok(Served {
-            reply: wire::uploaded(upload.api, &self.base, &upload.bucket, &record),
+            reply,
             committed: true,
             object: Some(record.name),
             ..Served::from(Reply::new(200))
@@ -502,6 +513,7 @@ impl Ctx<'_> {
             state.stats.precondition_failures += 1;
             return Err(Rejection::PreconditionFailed);
         }
+        b.protect(&compose.bucket, &compose.destination, now_ms)?;
         let object = NewObject {
             name: compose.destination,
             digests: Digests::of(&data),
@@ -513,7 +525,7 @@ impl Ctx<'_> {
         let record = state.commit(&compose.bucket, object, now_ms, true);
         state.stats.objects_committed += 1;
         Ok(Served {
-            reply: Reply::json(200, &record.json_resource(&self.base, &compose.bucket)),
+            reply: Reply::json(200, &self.written_resource(&compose.bucket, &record)),
             committed: true,
             object: Some(record.name),
             ..Served::from(Reply::new(200))
@@ -633,8 +645,8 @@ impl Ctx<'_> {
             return Rejection::status(404, NO_SESSION).reply(Api::Json).into();
         };
         if let Some(record) = &session.finalized {
-            let resource = record.json_resource(&self.base, &session.upload.bucket);
-            return Reply::json(200, &resource).into();
+            let (bucket, record) = (session.upload.bucket.clone(), record.clone());
+            return Reply::json(200, &self.written_resource(&bucket, &record)).into();
         }
         match session.accept(content_range, data, max_bytes) {
             Err(rejection) => rejection.reply(Api::Json).into(),

@@ -43,6 +43,18 @@ impl Ctx<'_> {
         resource
     }
 
+    /// The resource of `record`, just written to `bucket`, with what the bucket
+    /// gave it as it was written (a hold, a retention expiration) while it is the
+    /// live generation.
+    pub(super) fn written_resource(&self, bucket: &str, record: &ObjectRecord) -> Value {
+        let meta = (self.state.buckets.get(bucket))
+            .and_then(|b| b.objects.get(&record.name))
+            .filter(|o| o.generation == record.generation)
+            .and_then(StoredObject::meta)
+            .cloned();
+        self.object_resource(bucket, record, meta.as_ref())
+    }
+
     /// `PATCH` or `PUT` of the live object's metadata, if the preconditions hold.
     pub(super) fn object_change(
         &mut self,
@@ -135,6 +147,7 @@ impl Ctx<'_> {
             self.state.stats.precondition_failures += 1;
             return Err(Rejection::PreconditionFailed);
         }
+        self.state.buckets[bucket].protect(bucket, name, self.now_ms)?;
         let edit = self.copied_metadata(&src, &body, predefined)?;
         let record = self.place_copy(bucket, name, &src, edit);
         let meta = self.state.buckets[bucket].objects[name].meta().cloned();
@@ -213,6 +226,7 @@ impl Ctx<'_> {
         }
         self.state.stats.objects_committed += 1;
         if let Some(b) = self.state.buckets.get_mut(bucket) {
+            stored.add_fields(b.new_object_fields(now_ms));
             b.objects.insert(key, stored);
         }
         record

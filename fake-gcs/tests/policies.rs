@@ -1,0 +1,170 @@
+//! What Cloud Storage enforces and computes, as the fake does it (issue 41): holds
+//! and retention policies that refuse deletes and overwrites, a bucket's
+//! `defaultEventBasedHold`, `retentionExpirationTime`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Raw, Read as _, config, manual_fake, send};
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+async fn call(base: &str, method: Method, path: &str, body: Value) -> Raw {
+    let body = match body {
+        Value::Null => String::new(),
+        body => body.to_string(),
+    };
+    send(base, method, path, &[JSON], body).await
+}
+
+/// `response`'s status is `status`; its JSON body.
+fn expect(response: &Raw, status: StatusCode) -> Value {
+    assert_eq!(response.status(), status, "{}", response.text());
+    response.json()
+}
+
+/// A media upload of `data` as `bucket/name`.
+async fn upload(base: &str, bucket: &str, name: &str, data: &'static str) -> Raw {
+    let path = format!("/upload/storage/v1/b/{bucket}/o?uploadType=media&name={name}");
+    send(base, Method::POST, &path, &[], data).await
+}
+
+fn message(response: &Raw) -> String {
+    response.json()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn holds_refuse_deletes_and_overwrites_until_released() {
+    let (_fake, _clock, base) = manual_fake(config(true)).await;
+    // A bucket whose new objects are held until an event releases them.
+    let made = call(
+        &base,
+        Method::POST,
+        "/storage/v1/b?project=p",
+        json!({ "name": "held", "defaultEventBasedHold": true }),
+    )
+    .await;
+    assert_eq!(expect(&made, StatusCode::OK)["defaultEventBasedHold"], true);
+    let written = upload(&base, "held", "e", "event").await;
+    assert_eq!(expect(&written, StatusCode::OK)["eventBasedHold"], true);
+    let got = call(&base, Method::GET, "/storage/v1/b/held/o/e", Value::Null).await;
+    assert_eq!(expect(&got, StatusCode::OK)["eventBasedHold"], true);
+    let event = "Object 'held/e' is under active Event-Based hold and cannot be deleted, \
+                 overwritten or archived until hold is removed.";
+    let refused = call(&base, Method::DELETE, "/storage/v1/b/held/o/e", Value::Null).await;
+    assert_eq!(
+        refused.status(),
+        StatusCode::FORBIDDEN,
+        "{}",
+        refused.text()
+    );
+    assert_eq!(message(&refused), event);
+    let overwrite = upload(&base, "held", "e", "other").await;
+    assert_eq!(overwrite.status(), StatusCode::FORBIDDEN);
+    assert_eq!(message(&overwrite), event);
+    let xml = send(&base, Method::DELETE, "/held/e", &[], "").await;
+    assert_eq!(xml.status(), StatusCode::FORBIDDEN);
+    let released = call(
+        &base,
+        Method::PATCH,
+        "/storage/v1/b/held/o/e",
+        json!({ "eventBasedHold": false }),
+    )
+    .await;
+    assert_eq!(expect(&released, StatusCode::OK)["eventBasedHold"], false);
+    let deleted = call(&base, Method::DELETE, "/storage/v1/b/held/o/e", Value::Null).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+
+    // A temporary hold, set by a patch, in a bucket without defaults.
+    let plain = upload(&base, "bkt", "t", "temporary").await;
+    assert_eq!(expect(&plain, StatusCode::OK).get("eventBasedHold"), None);
+    let held = call(
+        &base,
+        Method::PATCH,
+        "/storage/v1/b/bkt/o/t",
+        json!({ "temporaryHold": true }),
+    )
+    .await;
+    expect(&held, StatusCode::OK);
+    let refused = call(&base, Method::DELETE, "/storage/v1/b/bkt/o/t", Value::Null).await;
+    assert_eq!(
+        refused.status(),
+        StatusCode::FORBIDDEN,
+        "{}",
+        refused.text()
+    );
+    assert_eq!(
+        message(&refused),
+        "Object 'bkt/t' is under active Temporary hold and cannot be deleted, \
+         overwritten or archived until hold is removed."
+    );
+    let xml_put = send(&base, Method::PUT, "/bkt/t", &[], "again").await;
+    assert_eq!(xml_put.status(), StatusCode::FORBIDDEN);
+    let kept = send(&base, Method::GET, "/bkt/t", &[], "").await;
+    assert_eq!(kept.text(), "temporary");
+    call(
+        &base,
+        Method::PATCH,
+        "/storage/v1/b/bkt/o/t",
+        json!({ "temporaryHold": false }),
+    )
+    .await;
+    let deleted = call(&base, Method::DELETE, "/storage/v1/b/bkt/o/t", Value::Null).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn a_retention_policy_sets_an_expiration_and_refuses_early_deletes() {
+    let (_fake, clock, base) = manual_fake(config(true)).await;
+    let made = call(
+        &base,
+        Method::POST,
+        "/storage/v1/b?project=p",
+        json!({ "name": "kept", "retentionPolicy": { "retentionPeriod": "60" } }),
+    )
+    .await;
+    expect(&made, StatusCode::OK);
+    let written = expect(
+        &upload(&base, "kept", "r", "retained").await,
+        StatusCode::OK,
+    );
+    assert_eq!(written["timeCreated"], "2026-10-08T11:00:00.000Z");
+    assert_eq!(
+        written["retentionExpirationTime"],
+        "2026-10-08T11:01:00.000Z"
+    );
+    let listed = call(&base, Method::GET, "/storage/v1/b/kept/o", Value::Null).await;
+    assert_eq!(
+        expect(&listed, StatusCode::OK)["items"][0]["retentionExpirationTime"],
+        "2026-10-08T11:01:00.000Z"
+    );
+    clock.advance(Duration::from_secs(59));
+    let refused = call(&base, Method::DELETE, "/storage/v1/b/kept/o/r", Value::Null).await;
+    assert_eq!(
+        refused.status(),
+        StatusCode::FORBIDDEN,
+        "{}",
+        refused.text()
+    );
+    assert!(
+        message(&refused).contains("Object 'kept/r' is subject to bucket's retention policy"),
+        "{}",
+        refused.text()
+    );
+    let overwrite = upload(&base, "kept", "r", "other").await;
+    assert_eq!(overwrite.status(), StatusCode::FORBIDDEN);
+    clock.advance(Duration::from_secs(1));
+    let deleted = call(&base, Method::DELETE, "/storage/v1/b/kept/o/r", Value::Null).await;
+    assert_eq!(
+        deleted.status(),
+        StatusCode::NO_CONTENT,
+        "{}",
+        deleted.text()
+    );
+}
