@@ -76,6 +76,7 @@ impl Ctx<'_> {
         let project = self.query.get("project").unwrap_or(DEFAULT_PROJECT);
         let mut bucket = Bucket::in_project(project, self.now_ms);
         bucket.meta.apply(&body, Change::Replace, self.now_ms)?;
+        bucket.meta.place();
         self.predefined_acls(&mut bucket.meta)?;
         let name = name.to_string();
         self.state.deleted_buckets.remove(&name);

@@ -23,7 +23,7 @@ pub(crate) use acl::{Acl, Owner, entry_fields};
 pub(crate) use hmac::{HmacKeys, KeyFilter, service_account};
 pub(crate) use object::{ObjectChanges, ObjectEdit};
 
-use crate::wire::{BUCKET_READ_ONLY_FIELDS, Rejection, bucket_etag, rfc3339_millis};
+use crate::wire::{BUCKET_READ_ONLY_FIELDS, Rejection, bucket_etag, location_type, rfc3339_millis};
 
 /// A bucket's metadata.
 #[derive(Debug, Clone)]
@@ -70,6 +70,20 @@ impl BucketMeta {
         }
     }
 
+    /// Places a new bucket as Cloud Storage does: its location upper-cased (`US`
+    /// when none was given) and the `locationType` that location has, whatever
+    /// the insert said of it.
+    pub(crate) fn place(&mut self) {
+        let location = match self.fields.get("location").and_then(Value::as_str) {
+            Some(location) => location.to_ascii_uppercase(),
+            None => "US".to_string(),
+        };
+        let custom = self.fields.contains_key("customPlacementConfig");
+        let kind = location_type(&location, custom);
+        self.fields.insert("location".into(), json!(location));
+        self.fields.insert("locationType".into(), json!(kind));
+    }
+
     /// Counts a change made at `now_ms`.
     pub(crate) fn changed(&mut self, now_ms: u64) {
         self.metageneration += 1;
@@ -98,6 +112,10 @@ impl BucketMeta {
                 k if BUCKET_READ_ONLY_FIELDS.contains(&k) => {}
                 "location" | "locationType" if change == Change::Patch => {}
                 "labels" if change == Change::Patch => merge_labels(&mut next.fields, value),
+                "iamConfiguration" if !value.is_null() => {
+                    check_public_access_prevention(value)?;
+                    next.fields.insert(key.clone(), value.clone());
+                }
                 "retentionPolicy" => {
                     if locked {
                         return Err(Rejection::status(
@@ -195,6 +213,19 @@ impl BucketMeta {
         shown.insert("selfLink".into(), json!(link));
         shown.insert("etag".into(), json!(id.to_string()));
         Some(Value::Object(shown))
+    }
+}
+
+/// 400 unless `iamConfiguration.publicAccessPrevention`, when given, is one of
+/// the two values Cloud Storage takes.
+fn check_public_access_prevention(iam_configuration: &Value) -> Result<(), Rejection> {
+    match iam_configuration.get("publicAccessPrevention") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(v)) if v == "inherited" || v == "enforced" => Ok(()),
+        Some(other) => Err(Rejection::invalid(format!(
+            "Invalid argument: iamConfiguration.publicAccessPrevention {other} is not \
+             \"inherited\" or \"enforced\"."
+        ))),
     }
 }
 

@@ -40,7 +40,8 @@ pub fn bucket_resource(base: &str, name: &str, created_unix_ms: u64) -> Value {
 /// The bucket resource of a bucket that metadata calls changed: its
 /// `(metageneration, updated_unix_ms)` and the `fields` set on it (labels,
 /// storage class, retention policy, ...), over the defaults (a `STANDARD` bucket in
-/// `US-CENTRAL1`).
+/// the `US` multi-region, `rpo` `DEFAULT`, as Cloud Storage makes one when the
+/// insert names no location).
 pub fn bucket_resource_with(
     base: &str,
     name: &str,
@@ -57,8 +58,9 @@ pub fn bucket_resource_with(
         "timeCreated": rfc3339_millis(created_unix_ms),
         "updated": rfc3339_millis(updated_unix_ms),
         "metageneration": metageneration.to_string(),
-        "location": "US-CENTRAL1",
-        "locationType": "region",
+        "location": "US",
+        "locationType": "multi-region",
+        "rpo": "DEFAULT",
         "storageClass": "STANDARD",
         "etag": bucket_etag(metageneration),
     });
@@ -68,6 +70,25 @@ pub fn bucket_resource_with(
         }
     }
     resource
+}
+
+/// Cloud Storage's multi-regions.
+const MULTI_REGIONS: &[&str] = &["US", "EU", "ASIA"];
+
+/// Cloud Storage's predefined dual-regions.
+const DUAL_REGIONS: &[&str] = &["ASIA1", "EUR4", "EUR5", "EUR7", "EUR8", "NAM4"];
+
+/// The `locationType` Cloud Storage gives a bucket in `location` (upper case):
+/// `dual-region` for a custom placement (`custom_placement`) or a predefined
+/// dual-region, `multi-region` for `US`, `EU` and `ASIA`, `region` otherwise.
+pub fn location_type(location: &str, custom_placement: bool) -> &'static str {
+    if custom_placement || DUAL_REGIONS.contains(&location) {
+        "dual-region"
+    } else if MULTI_REGIONS.contains(&location) {
+        "multi-region"
+    } else {
+        "region"
+    }
 }
 
 /// A bucket's ETag, as Cloud Storage forms it: base64 of a protocol buffer holding

@@ -81,6 +81,7 @@ pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};
 /// and a relay answers `GET /storage/v1/b/{bucket}` for the one bucket it writes to.
 pub use bucket::{
     BUCKET_READ_ONLY_FIELDS, bucket_etag, bucket_list, bucket_resource, bucket_resource_with,
+    location_type,
 };
 /// Percent-encoding of names in URLs and its inverse, the download `Range` header
 /// and the list parameters: exported for the fuzz targets (fuzz/).
