@@ -139,6 +139,7 @@ async fn a_json_upload_s_attributes_show_in_the_resource_and_the_xml_headers() {
         content_disposition: Some("inline".into()),
         content_language: Some("de".into()),
         metadata: [("k".to_string(), "v".to_string())].into(),
+        custom_time: None,
     };
     assert_eq!(
         fake.object(BUCKET, "j/one").unwrap().attributes(),

@@ -77,6 +77,7 @@ impl ObjectEdit {
                 "contentDisposition" => a.content_disposition = text.map(str::to_string),
                 "contentLanguage" => a.content_language = text.map(str::to_string),
                 "cacheControl" => a.cache_control = text.map(str::to_string),
+                "customTime" => a.custom_time = text.map(str::to_string),
                 "metadata" => merge_metadata(a, value, replace),
                 _ if value.is_null() => {
                     self.changes.meta.extra.remove(key);

@@ -34,6 +34,9 @@ pub struct ObjectAttributes {
     /// Custom metadata: the JSON resource's `metadata` object, or the XML API's
     /// `x-goog-meta-{key}` headers (whose keys arrive lower-cased).
     pub metadata: BTreeMap<String, String>,
+    /// `customTime` (RFC 3339), from the JSON resource of an upload, compose,
+    /// copy or patch; shown in the JSON resource only.
+    pub custom_time: Option<String>,
 }
 
 /// The attributes of an object that has none.
@@ -43,6 +46,7 @@ pub(crate) static NO_ATTRIBUTES: ObjectAttributes = ObjectAttributes {
     content_disposition: None,
     content_language: None,
     metadata: BTreeMap::new(),
+    custom_time: None,
 };
 
 /// Each single-valued attribute's JSON field and HTTP header name.
@@ -56,7 +60,9 @@ const FIELDS: [(&str, &str); 4] = [
 impl ObjectAttributes {
     /// Whether no attribute is set.
     pub fn is_empty(&self) -> bool {
-        self.values().iter().all(|v| v.is_none()) && self.metadata.is_empty()
+        self.values().iter().all(|v| v.is_none())
+            && self.metadata.is_empty()
+            && self.custom_time.is_none()
     }
 
     /// The attributes boxed, or `None` when none is set: the form records keep.
@@ -81,6 +87,9 @@ impl ObjectAttributes {
                 .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
                 .collect();
         }
+        attributes.custom_time = (resource.get("customTime"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
         attributes
     }
 
@@ -126,6 +135,9 @@ impl ObjectAttributes {
                 .map(|(k, v)| (k.clone(), Value::String(v.clone())))
                 .collect();
             resource.insert("metadata".into(), Value::Object(custom));
+        }
+        if let Some(time) = &self.custom_time {
+            resource.insert("customTime".into(), Value::String(time.clone()));
         }
     }
 
@@ -175,6 +187,7 @@ mod tests {
             content_disposition: Some("attachment; filename=\"a.txt\"".into()),
             content_language: Some("fr".into()),
             metadata: [("k".to_string(), "v".to_string())].into(),
+            custom_time: None,
         }
     }
 

@@ -42,7 +42,8 @@ pub struct Compose {
     pub destination: String,
     /// The sources, in the order their bytes are concatenated.
     pub sources: Vec<ComposeSource>,
-    /// The destination resource's `contentType`, or the default.
+    /// The destination resource's `contentType`, or empty when it gives none: the
+    /// composite object has no content type, as in Cloud Storage.
     pub content_type: Cow<'static, str>,
     /// The destination resource's other attributes.
     pub attributes: ObjectAttributes,
@@ -86,7 +87,7 @@ impl Compose {
             bucket: bucket.to_string(),
             destination: destination.to_string(),
             sources,
-            content_type: content_type(given_type),
+            content_type: given_type.map_or(Cow::Borrowed(""), |t| content_type(Some(t))),
             attributes: ObjectAttributes::from_resource(resource),
             preconditions,
         })
@@ -174,7 +175,7 @@ mod tests {
         );
         assert_eq!(compose.attributes.metadata["k"], "v");
         let bare = parse("", r#"{"sourceObjects":[{"name":"a"}]}"#).unwrap();
-        assert_eq!(bare.content_type, crate::wire::DEFAULT_CONTENT_TYPE);
+        assert_eq!(bare.content_type, "");
     }
 
     #[test]

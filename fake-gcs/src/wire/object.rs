@@ -177,7 +177,6 @@ impl ObjectRecord {
             "bucket": bucket,
             "generation": self.generation.to_string(),
             "metageneration": "1",
-            "contentType": self.content_type,
             "storageClass": "STANDARD",
             "size": self.size.to_string(),
             "crc32c": self.crc32c_base64(),
@@ -189,6 +188,10 @@ impl ObjectRecord {
         let Value::Object(fields) = &mut resource else {
             unreachable!("a JSON object literal");
         };
+        // An object composed without a content type has none, as in Cloud Storage.
+        if !self.content_type.is_empty() {
+            fields.insert("contentType".into(), json!(self.content_type));
+        }
         match self.component_count {
             Some(count) => fields.insert("componentCount".into(), json!(count.get())),
             None => fields.insert("md5Hash".into(), json!(self.md5_base64())),
@@ -247,7 +250,11 @@ impl Reply {
     /// `Content-Language`, `x-goog-meta-*`), which `object_store` reads back as
     /// its `Attributes`.
     pub fn attribute_headers(self, record: &ObjectRecord) -> Reply {
-        let mut reply = self.header("content-type", record.content_type.to_string());
+        let content_type = match record.content_type.as_ref() {
+            "" => crate::wire::DEFAULT_CONTENT_TYPE,
+            given => given,
+        };
+        let mut reply = self.header("content-type", content_type.to_string());
         reply.headers.extend(record.attributes().headers());
         reply
     }

@@ -385,6 +385,7 @@ mod tests {
             content_disposition: Some("inline".into()),
             content_language: Some("en".into()),
             metadata: [("k".to_string(), "v".to_string())].into(),
+            custom_time: None,
         };
         assert_eq!(resumable.attributes, expected);
         assert_eq!(resumable.content_type, "text/csv");

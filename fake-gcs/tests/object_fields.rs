@@ -1,0 +1,101 @@
+//! Object fields as Cloud Storage keeps them (issue 41): `customTime` from an
+//! upload's resource, no content type for a compose that gives none.
+
+mod common;
+
+use common::{Raw, Read as _, config, manual_fake, send};
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+async fn call(base: &str, method: Method, path: &str, body: Value) -> Raw {
+    let body = match body {
+        Value::Null => String::new(),
+        body => body.to_string(),
+    };
+    send(base, method, path, &[JSON], body).await
+}
+
+/// `response`'s status is `status`; its JSON body.
+fn expect(response: &Raw, status: StatusCode) -> Value {
+    assert_eq!(response.status(), status, "{}", response.text());
+    response.json()
+}
+
+const BOUNDARY: &str = "b0undary";
+
+#[tokio::test]
+async fn a_multipart_upload_keeps_its_custom_time() {
+    let (_fake, _clock, base) = manual_fake(config(true)).await;
+    let resource = r#"{"name":"timed","customTime":"2026-01-02T03:04:05.000Z"}"#;
+    let body = format!(
+        "--{BOUNDARY}\r\ncontent-type: application/json\r\n\r\n{resource}\r\n\
+         --{BOUNDARY}\r\ncontent-type: text/plain\r\n\r\nhello\r\n--{BOUNDARY}--\r\n"
+    );
+    let content_type = format!("multipart/related; boundary={BOUNDARY}");
+    let path = "/upload/storage/v1/b/bkt/o?uploadType=multipart";
+    let uploaded = send(
+        &base,
+        Method::POST,
+        path,
+        &[("content-type", &content_type)],
+        body,
+    )
+    .await;
+    let uploaded = expect(&uploaded, StatusCode::OK);
+    assert_eq!(uploaded["customTime"], "2026-01-02T03:04:05.000Z");
+    let got = call(&base, Method::GET, "/storage/v1/b/bkt/o/timed", Value::Null).await;
+    assert_eq!(
+        expect(&got, StatusCode::OK)["customTime"],
+        "2026-01-02T03:04:05.000Z"
+    );
+    // A patch changes it; a compose's destination resource gives one too.
+    let patch = json!({ "customTime": "2026-02-02T00:00:00.000Z" });
+    let patched = call(&base, Method::PATCH, "/storage/v1/b/bkt/o/timed", patch).await;
+    assert_eq!(
+        expect(&patched, StatusCode::OK)["customTime"],
+        "2026-02-02T00:00:00.000Z"
+    );
+}
+
+#[tokio::test]
+async fn a_compose_without_a_content_type_leaves_it_unset() {
+    let (_fake, _clock, base) = manual_fake(config(true)).await;
+    for name in ["a", "b"] {
+        let put = send(
+            &base,
+            Method::PUT,
+            &format!("/bkt/{name}"),
+            &[("content-type", "text/plain")],
+            "x",
+        )
+        .await;
+        assert_eq!(put.status(), StatusCode::OK);
+    }
+    let request = json!({ "sourceObjects": [{ "name": "a" }, { "name": "b" }] });
+    let path = "/storage/v1/b/bkt/o/ab/compose";
+    let composed = expect(
+        &call(&base, Method::POST, path, request).await,
+        StatusCode::OK,
+    );
+    assert_eq!(composed.get("contentType"), None, "{composed}");
+    let got = call(&base, Method::GET, "/storage/v1/b/bkt/o/ab", Value::Null).await;
+    assert_eq!(expect(&got, StatusCode::OK).get("contentType"), None);
+    let typed = json!({
+        "sourceObjects": [{ "name": "a" }],
+        "destination": { "contentType": "text/csv" },
+    });
+    let path = "/storage/v1/b/bkt/o/typed/compose";
+    let composed = expect(
+        &call(&base, Method::POST, path, typed).await,
+        StatusCode::OK,
+    );
+    assert_eq!(composed["contentType"], "text/csv");
+    let read = send(&base, Method::GET, "/bkt/ab", &[], "").await;
+    assert_eq!(
+        read.header("content-type"),
+        Some("application/octet-stream")
+    );
+    assert_eq!(read.text(), "xx");
+}
