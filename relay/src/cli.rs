@@ -352,6 +352,7 @@ impl Args {
             access,
             body_timeout: self.body_timeout,
             max_connections: self.max_connections,
+            ..ServerConfig::default()
         };
         config.validate()?;
         Ok(config)

@@ -4,9 +4,16 @@
 //! the accept loop on a real listener that uses it.
 //!
 //! Promises: once `shutdown` resolves, no connection is accepted (the listener is
-//! closed), idle keep-alive connections are closed, and requests in flight finish
-//! and are answered, for at most `grace`; [`serve`] returns after that. Stopping the
-//! drainer is the caller's next step.
+//! closed), and requests in flight finish and are answered, for at most `grace`;
+//! [`serve`] returns after that. Stopping the drainer is the caller's next step.
+//! An idle keep-alive connection is not closed at once: for
+//! [`ServerConfig::stop_linger`] (2 s)
+//! the next request on it is still answered, with `Connection: close`, then it
+//! closes. A client cannot know when a server closes an idle connection, and one
+//! that sends a request on it at that moment gets no answer; clients retry that for
+//! idempotent requests only, so an upload on a pooled connection failed at each
+//! deploy (`object_store`'s PUT, in `torture deploys`). Lingering moves that moment
+//! past the next request of every client still writing.
 //!
 //! Bounds ([`ServerConfig`], each with its default), all of which hold before a
 //! request is authenticated:
@@ -68,6 +75,9 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// it may be closed to make room: long enough for any client that is sending, so
 /// that a full server does not close the connections it has just accepted.
 pub const IDLE_BEFORE_CLOSING: Duration = Duration::from_secs(1);
+/// How long a connection is kept open once the server is told to stop, for its
+/// next request to be answered with `Connection: close` (see the module doc).
+pub const STOP_LINGER: Duration = Duration::from_secs(2);
 
 /// How the server bounds who may send requests, and how many and how slowly.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,6 +91,10 @@ pub struct ServerConfig {
     /// Most connections open at once (see the module doc for what happens past
     /// it). Default 256 ([`DEFAULT_MAX_CONNECTIONS`]). At least 1.
     pub max_connections: usize,
+    /// Once told to stop, how long a connection stays open for one more request,
+    /// answered with `Connection: close` (see the module doc). Default 2 s
+    /// ([`STOP_LINGER`]); zero closes idle connections at once.
+    pub stop_linger: Duration,
 }
 
 impl Default for ServerConfig {
@@ -89,6 +103,7 @@ impl Default for ServerConfig {
             access: Access::default(),
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            stop_linger: STOP_LINGER,
         }
     }
 }
@@ -134,6 +149,7 @@ pub struct Connections {
     access: Arc<Access>,
     body_timeout: Duration,
     max_connections: usize,
+    stop_linger: Duration,
     table: Arc<ConnTable>,
 }
 
@@ -240,6 +256,7 @@ impl Connections {
             access: Arc::new(config.access.clone()),
             body_timeout: config.body_timeout,
             max_connections: config.max_connections,
+            stop_linger: config.stop_linger,
             table: Arc::new(ConnTable::default()),
         })
     }
@@ -376,11 +393,18 @@ impl Connections {
             let table = table.clone();
             async move {
                 table.serving(id, true);
-                let response = match access.check(req.headers()) {
+                let mut response = match access.check(req.headers()) {
                     Ok(()) => handler::handle(relay, req).await,
                     Err(refusal) => refuse(&relay, &req, &refusal),
                 };
                 table.serving(id, false);
+                if *table.stop.borrow() {
+                    // The last answer on this connection: hyper closes it after.
+                    let close = http::HeaderValue::from_static("close");
+                    response
+                        .headers_mut()
+                        .insert(http::header::CONNECTION, close);
+                }
                 Ok::<_, Infallible>(response)
             }
         });
@@ -395,6 +419,7 @@ impl Connections {
             .serve_connection(TokioIo::new(io), service);
         let mut stop = self.table.stop.subscribe();
         let table = self.table.clone();
+        let stop_linger = self.stop_linger;
         tokio::spawn(async move {
             tokio::pin!(conn);
             let told = tokio::select! {
@@ -408,7 +433,16 @@ impl Connections {
                 // would leave a connection that never sent a head open until its
                 // header timeout.)
                 Told::MakeRoom if table.is_idle(place.id) => return,
-                Told::Stop | Told::MakeRoom => {
+                // A request within the linger is answered with `Connection:
+                // close`, which ends the connection (see the module doc).
+                Told::Stop => match tokio::time::timeout(stop_linger, conn.as_mut()).await {
+                    Ok(ended) => ended,
+                    Err(_) => {
+                        conn.as_mut().graceful_shutdown();
+                        conn.await
+                    }
+                },
+                Told::MakeRoom => {
                     // Idle between requests: closes now; serving a request: once it
                     // is answered.
                     conn.as_mut().graceful_shutdown();
@@ -427,8 +461,9 @@ impl Connections {
         self.table.state().open.len()
     }
 
-    /// Ends every connection gracefully: idle ones close now, ones with a request
-    /// in flight once it is answered. Waits at most `grace`; returns false when
+    /// Ends every connection gracefully: each answers at most one more request,
+    /// with `Connection: close`; idle ones close after the `stop_linger`, ones with a
+    /// request in flight once it is answered. Waits at most `grace`; returns false when
     /// requests were still in flight then (their connections are closed as this
     /// returns and their tasks see the close).
     pub async fn shutdown(self, grace: Duration) -> bool {
@@ -767,6 +802,68 @@ mod tests {
             stop.send(()).unwrap();
         };
         tokio::join!(serving, test);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn once_told_to_stop_an_idle_connection_answers_one_more_request_and_closes() {
+        // Found by `torture deploys`: object_store's PUTs on pooled connections
+        // failed at each SIGHUP deploy, sent on a connection the old process had
+        // just closed as idle.
+        let connections = connections(4).await;
+        let (script, acceptor, _) = scripted();
+        let (mut client, server_end) = tokio::io::duplex(1 << 16);
+        script.send(Ok(server_end)).unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = async {
+            accept_loop(&connections, acceptor, async { drop(stopped.await) }, None).await;
+            connections.clone().shutdown(STOP_LINGER * 10).await
+        };
+        let test = async {
+            client.write_all(BUCKET_GET).await.unwrap();
+            assert_eq!(answered(&mut client).await.as_deref(), Some("HTTP/1.1 200"));
+            stop.send(()).unwrap();
+            for _ in 0..10 {
+                tokio::task::yield_now().await;
+            }
+            // Idle when told to stop; a request sent now is answered, not cut.
+            client.write_all(BUCKET_GET).await.unwrap();
+            let mut rest = Vec::new();
+            client.read_to_end(&mut rest).await.unwrap();
+            let rest = String::from_utf8_lossy(&rest).to_ascii_lowercase();
+            let last = rest
+                .rfind("http/1.1 200")
+                .expect("the second request answered");
+            assert!(
+                rest[last..].contains("connection: close"),
+                "the last answer says the connection closes: {rest}"
+            );
+        };
+        let (finished, ()) = tokio::join!(serving, test);
+        assert!(finished, "every connection closed within the grace");
+        assert_eq!(connections.count(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_left_idle_after_stop_closes_after_the_linger() {
+        let connections = connections(4).await;
+        let (script, acceptor, _) = scripted();
+        let (mut client, server_end) = tokio::io::duplex(1 << 16);
+        script.send(Ok(server_end)).unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = async {
+            accept_loop(&connections, acceptor, async { drop(stopped.await) }, None).await;
+            let started = tokio::time::Instant::now();
+            let finished = connections.clone().shutdown(STOP_LINGER * 10).await;
+            (finished, started.elapsed())
+        };
+        let test = async {
+            client.write_all(BUCKET_GET).await.unwrap();
+            assert_eq!(answered(&mut client).await.as_deref(), Some("HTTP/1.1 200"));
+            stop.send(()).unwrap();
+        };
+        let ((finished, took), ()) = tokio::join!(serving, test);
+        assert!(finished);
+        assert!(took >= STOP_LINGER && took < STOP_LINGER * 2, "{took:?}");
     }
 
     #[tokio::test(start_paused = true)]

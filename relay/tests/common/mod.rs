@@ -184,7 +184,14 @@ impl Harness {
             let _ = stopped.await;
         };
         let grace = Duration::from_secs(30);
-        let server = tokio::spawn(relay::serve(relay.clone(), listener, shutdown, grace));
+        // Idle connections close at once when told to stop, so that a test's
+        // pooled ones do not hold its end for the linger (server.rs tests it).
+        let config = relay::ServerConfig {
+            stop_linger: Duration::ZERO,
+            ..relay::ServerConfig::default()
+        };
+        let serving = relay::serve_with(relay.clone(), listener, shutdown, grace, config);
+        let server = tokio::spawn(async move { serving.await.unwrap() });
         Harness {
             base,
             relay,
