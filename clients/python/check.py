@@ -22,6 +22,7 @@ later step can check each one where it ended up (clients/relay_check.py).
 
 import argparse
 import base64
+import datetime
 import gzip
 import hashlib
 import io
@@ -261,6 +262,109 @@ def compose(ctx):
     expect(downloaded == b"hello world", f"composed {downloaded!r}")
 
 
+def fresh_bucket(ctx, what):
+    """A bucket name no run used before: created buckets outlive a run."""
+    return f"py-{what}-{int(time.time() * 1000)}-{os.getpid()}"
+
+
+def holds(ctx):
+    """Holds and retention as Cloud Storage enforces them: a bucket's
+    defaultEventBasedHold holds each new object; an object under an event-based or
+    temporary hold cannot be deleted or overwritten (403) until the hold is
+    released; under a retention policy an object has its retentionExpirationTime
+    and cannot be deleted before it (that object is left in its bucket)."""
+    held = ctx.client.bucket(fresh_bucket(ctx, "held"))
+    held.default_event_based_hold = True
+    held.create()
+    blob = held.blob("e")
+    blob.upload_from_string(b"event")
+    blob.reload()
+    expect(blob.event_based_hold is True, f"eventBasedHold {blob.event_based_hold}")
+    for attempt in (blob.delete, lambda: blob.upload_from_string(b"other")):
+        try:
+            attempt()
+        except exceptions.Forbidden as e:
+            expect("Event-Based hold" in str(e), f"the refusal says {e}")
+        else:
+            raise AssertionError("a held object was deleted or overwritten")
+    blob.event_based_hold = False
+    blob.patch()
+    blob.delete()
+
+    plain = held.blob("t")
+    plain.upload_from_string(b"temporary")
+    plain.event_based_hold = False
+    plain.temporary_hold = True
+    plain.patch()
+    try:
+        plain.delete()
+    except exceptions.Forbidden as e:
+        expect("Temporary hold" in str(e), f"the refusal says {e}")
+    else:
+        raise AssertionError("an object under a temporary hold was deleted")
+    plain.temporary_hold = False
+    plain.patch()
+    plain.delete()
+    held.delete()
+
+    kept = ctx.client.bucket(fresh_bucket(ctx, "kept"))
+    kept.retention_period = 3600
+    kept.create()
+    retained = kept.blob("r")
+    retained.upload_from_string(b"retained")
+    retained.reload()
+    expires = retained.retention_expiration_time
+    expected = retained.time_created + datetime.timedelta(seconds=3600)
+    expect(expires == expected, f"retentionExpirationTime {expires}, not {expected}")
+    try:
+        retained.delete()
+    except exceptions.Forbidden:
+        pass
+    else:
+        raise AssertionError("a retained object was deleted")
+
+
+def computed_fields(ctx):
+    """What the service computes or defaults: a new bucket in US (multi-region)
+    with rpo DEFAULT, a given location upper-cased with its location type, a
+    custom dual-region; publicAccessPrevention only inherited or enforced; an
+    upload's customTime kept; no content type for a compose that gives none."""
+    made = []
+    plain = ctx.client.create_bucket(fresh_bucket(ctx, "plain"))
+    made.append(plain)
+    got = (plain.location, plain.location_type, plain.rpo)
+    expect(got == ("US", "multi-region", "DEFAULT"), f"a bucket without a location: {got}")
+    region = ctx.client.create_bucket(fresh_bucket(ctx, "region"), location="us-east1")
+    made.append(region)
+    got = (region.location, region.location_type)
+    expect(got == ("US-EAST1", "region"), f"a bucket in us-east1: {got}")
+    dual = ctx.client.create_bucket(
+        fresh_bucket(ctx, "dual"), location="US", data_locations=["US-EAST1", "US-WEST1"]
+    )
+    made.append(dual)
+    expect(dual.location_type == "dual-region", f"a custom placement: {dual.location_type}")
+    plain.iam_configuration.public_access_prevention = "sometimes"
+    try:
+        plain.patch()
+    except exceptions.BadRequest:
+        pass
+    else:
+        raise AssertionError("publicAccessPrevention 'sometimes' was taken")
+
+    when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    timed = ctx.bucket.blob(ctx.name("fields/timed"))
+    timed.custom_time = when
+    timed.upload_from_string(b"timed")
+    timed.reload()
+    expect(timed.custom_time == when, f"customTime {timed.custom_time}")
+    composite = ctx.bucket.blob(ctx.name("fields/composed"))
+    composite.compose([timed])
+    composite.reload()
+    expect(composite.content_type is None, f"contentType {composite.content_type}")
+    for bucket in made:
+        bucket.delete()
+
+
 CHECKS = {
     "simple_upload": simple_upload,
     "multipart_upload": multipart_upload,
@@ -272,6 +376,8 @@ CHECKS = {
     "delete": delete,
     "precondition": precondition,
     "compose": compose,
+    "holds": holds,
+    "computed_fields": computed_fields,
 }
 
 # The checks `--suite uploads` runs, without their read-backs.
