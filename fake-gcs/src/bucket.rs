@@ -145,8 +145,21 @@ impl StoredObject {
         self.set_edit(edit);
     }
 
+    /// Its `retentionExpirationTime`, when it has one, in milliseconds since the
+    /// Unix epoch.
+    fn retention_expires_ms(&self) -> Option<u64> {
+        let text = self
+            .meta()?
+            .extra
+            .get("retentionExpirationTime")?
+            .as_str()?;
+        let at = humantime::parse_rfc3339_weak(text).ok()?;
+        let since = at.duration_since(std::time::UNIX_EPOCH).ok()?;
+        Some(since.as_millis() as u64)
+    }
+
     /// Whether the resource field `key` is `true` (a hold).
-    fn flag(&self, key: &str) -> bool {
+    pub(crate) fn flag(&self, key: &str) -> bool {
         self.meta()
             .and_then(|m| m.extra.get(key))
             .and_then(Value::as_bool)
@@ -290,7 +303,9 @@ impl Bucket {
             }
         }
         if let Some(period) = self.retention_period_ms() {
+            // From its creation, or from the release of its event-based hold.
             let expires = object.created_unix_ms.saturating_add(period);
+            let expires = expires.max(object.retention_expires_ms().unwrap_or(0));
             if now_ms < expires {
                 return Err(Rejection::status(
                     403,

@@ -168,3 +168,65 @@ async fn a_retention_policy_sets_an_expiration_and_refuses_early_deletes() {
         deleted.text()
     );
 }
+
+#[tokio::test]
+async fn releasing_an_event_based_hold_starts_the_retention_period_and_updates_keep_it() {
+    let (_fake, clock, base) = manual_fake(config(true)).await;
+    let made = call(
+        &base,
+        Method::POST,
+        "/storage/v1/b?project=p",
+        json!({
+            "name": "both",
+            "defaultEventBasedHold": true,
+            "retentionPolicy": { "retentionPeriod": "60" },
+        }),
+    )
+    .await;
+    expect(&made, StatusCode::OK);
+    let written = expect(&upload(&base, "both", "o", "data").await, StatusCode::OK);
+    assert_eq!(written["eventBasedHold"], true);
+    // The hold is released ten minutes later: the retention period starts then.
+    clock.advance(Duration::from_secs(600));
+    let released = call(
+        &base,
+        Method::PATCH,
+        "/storage/v1/b/both/o/o",
+        json!({ "eventBasedHold": false, "retentionExpirationTime": "2000-01-01T00:00:00Z" }),
+    )
+    .await;
+    let released = expect(&released, StatusCode::OK);
+    assert_eq!(
+        released["retentionExpirationTime"],
+        "2026-10-08T11:11:00.000Z"
+    );
+    // An update replaces what a client may set, not what the service computed.
+    let updated = call(
+        &base,
+        Method::PUT,
+        "/storage/v1/b/both/o/o",
+        json!({ "contentType": "text/plain" }),
+    )
+    .await;
+    let updated = expect(&updated, StatusCode::OK);
+    assert_eq!(
+        updated["retentionExpirationTime"],
+        "2026-10-08T11:11:00.000Z"
+    );
+    clock.advance(Duration::from_secs(59));
+    let refused = call(&base, Method::DELETE, "/storage/v1/b/both/o/o", Value::Null).await;
+    assert_eq!(
+        refused.status(),
+        StatusCode::FORBIDDEN,
+        "{}",
+        refused.text()
+    );
+    clock.advance(Duration::from_secs(1));
+    let deleted = call(&base, Method::DELETE, "/storage/v1/b/both/o/o", Value::Null).await;
+    assert_eq!(
+        deleted.status(),
+        StatusCode::NO_CONTENT,
+        "{}",
+        deleted.text()
+    );
+}

@@ -12,6 +12,7 @@ use crate::bucket::StoredObject;
 use crate::metadata::{Acl, ObjectChanges, ObjectEdit, Owner};
 use crate::wire::{
     AclScope, Conditions, MetaRoute, ObjectMeta, ObjectRecord, Rejection, Reply, Verb,
+    rfc3339_millis,
 };
 
 impl Ctx<'_> {
@@ -74,9 +75,18 @@ impl Ctx<'_> {
             self.state.stats.precondition_failures += 1;
             return Err(Rejection::PreconditionFailed);
         }
+        let period = self.existing(bucket)?.retention_period_ms();
         let stored = self.live_object(bucket, name, generation)?;
+        let was_held = stored.flag("eventBasedHold");
         let mut edit = stored.edit();
         edit.apply(&body, verb == Verb::Update)?;
+        let extra = &mut edit.changes.meta.extra;
+        let held = extra.get("eventBasedHold").and_then(Value::as_bool) == Some(true);
+        if let Some(period) = period.filter(|_| was_held && !held) {
+            // Releasing an event-based hold starts the retention period.
+            let expires = rfc3339_millis(now_ms.saturating_add(period));
+            extra.insert("retentionExpirationTime".into(), json!(expires));
+        }
         if let Some(acl) = predefined {
             edit.changes.acl = Some(acl);
         }

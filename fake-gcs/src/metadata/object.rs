@@ -34,6 +34,7 @@ const READ_ONLY: &[&str] = &[
     "storageClass",
     "kmsKeyName",
     "customerEncryption",
+    "retentionExpirationTime",
 ];
 
 /// What metadata calls changed on an object (kept only once one has).
@@ -64,7 +65,8 @@ impl ObjectEdit {
         if replace {
             self.content_type = Cow::Borrowed(DEFAULT_CONTENT_TYPE);
             self.attributes = ObjectAttributes::default();
-            self.changes.meta.extra.clear();
+            // What the service computed stays: only what a client may set goes.
+            (self.changes.meta.extra).retain(|k, _| k == "retentionExpirationTime");
         }
         for (key, value) in body {
             let text = value.as_str();
