@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::{Raw, Read as _, config, manual_fake, send};
 use http::{Method, StatusCode};
+use object_store::ObjectStoreExt as _;
 use serde_json::{Value, json};
 
 const JSON: (&str, &str) = ("content-type", "application/json");
@@ -229,4 +230,37 @@ async fn releasing_an_event_based_hold_starts_the_retention_period_and_updates_k
         "{}",
         deleted.text()
     );
+}
+
+#[tokio::test]
+async fn a_held_object_is_not_replaced_by_an_xml_multipart_upload_or_copy() {
+    let (fake, _clock, base) = manual_fake(config(true)).await;
+    expect(&upload(&base, "bkt", "t", "held").await, StatusCode::OK);
+    expect(&upload(&base, "bkt", "src", "source").await, StatusCode::OK);
+    let hold = json!({ "temporaryHold": true });
+    expect(
+        &call(&base, Method::PATCH, "/storage/v1/b/bkt/o/t", hold).await,
+        StatusCode::OK,
+    );
+    // object_store's put_multipart: XML multipart upload, parts, completion.
+    let store = common::gcs_store(&base);
+    let path = object_store::path::Path::parse("t").unwrap();
+    let mut multipart = store.put_multipart(&path).await.unwrap();
+    multipart
+        .put_part(object_store::PutPayload::from_static(b"other"))
+        .await
+        .unwrap();
+    let refused = multipart.complete().await;
+    assert!(refused.is_err(), "{refused:?}");
+    let copy = send(
+        &base,
+        Method::PUT,
+        "/bkt/t",
+        &[("x-goog-copy-source", "bkt/src")],
+        "",
+    )
+    .await;
+    assert_eq!(copy.status(), StatusCode::FORBIDDEN, "{}", copy.text());
+    let kept = fake.object_bytes("bkt", "t").unwrap();
+    assert_eq!(&kept[..], b"held");
 }

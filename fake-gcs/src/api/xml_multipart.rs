@@ -108,6 +108,10 @@ impl Ctx<'_> {
             .xml_uploads
             .get(upload_id)
             .ok_or_else(no_upload)?;
+        if let Some(b) = self.state.buckets.get(&upload.bucket) {
+            // A held or retained object is not replaced; the upload stays.
+            b.protect(&upload.bucket, &upload.name, self.now_ms)?;
+        }
         let mut data = Some(BytesMut::new());
         let (mut size, mut crc32c, mut last) = (0u64, 0u32, 0u32);
         for (number, etag) in &listed {
@@ -221,6 +225,7 @@ impl Ctx<'_> {
             self.state.stats.precondition_failures += 1;
             return Err(Rejection::PreconditionFailed);
         }
+        self.state.buckets[bucket].protect(bucket, name, self.now_ms)?;
         let edit = self.copied_metadata(&src, &serde_json::Map::new(), None)?;
         let record = self.place_copy(bucket, name, &src, edit);
         let body = format!(
