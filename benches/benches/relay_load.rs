@@ -16,6 +16,12 @@
 //!   relay's four drain workers stream them out (`remote/streamed.rs`). Its peak
 //!   RSS is sampled during the drain alone, against the budget of 256 MiB, and
 //!   each object's size and crc32c in the fake are checked against what was sent.
+//! - `download`: a second fake that keeps bytes, an object of 4 GiB
+//!   (`RELAY_LOAD_DOWNLOAD_GIB`) written into it through one relay, then read back
+//!   through a fresh relay with the default flags (reads pass through, streamed):
+//!   that relay's peak RSS during a 1 MiB download and during the 4 GiB one,
+//!   beside the download's size, and the bytes' crc32c checked against what was
+//!   sent.
 //!
 //! A sampler reads the relay's `/proc/PID/status` (`VmRSS`, `VmHWM`) and counts
 //! `/proc/PID/fd` every 50 ms. At the end the spool must drain, `spool_broken` stay
@@ -91,6 +97,10 @@ fn main() {
     let gib: u64 = std::env::var("RELAY_LOAD_DRAIN_GIB").map_or(4, |v| v.parse().unwrap());
     if gib > 0 {
         runtime.block_on(large_drain(&http, &relay_bin, &fake, &scratch, gib));
+    }
+    let gib: u64 = std::env::var("RELAY_LOAD_DOWNLOAD_GIB").map_or(4, |v| v.parse().unwrap());
+    if gib > 0 {
+        runtime.block_on(large_download(&http, &relay_bin, &fake_bin, &scratch, gib));
     }
     if let Ok(baseline) = std::env::var("RELAY_LOAD_BASELINE") {
         compare(
@@ -359,6 +369,86 @@ async fn large_drain(
         (u64::from(OBJECTS) * (gib << 30)) as f64 / drain.as_secs_f64() / 1e6,
         rss_during_drain as f64 / 1024.0,
     );
+}
+
+/// The `download` phase (see the module doc).
+async fn large_download(
+    http: &reqwest::Client,
+    relay_bin: &Path,
+    fake_bin: &Path,
+    scratch: &Path,
+    gib: u64,
+) {
+    const OBJECT: u8 = 9;
+    let pieces = gib * 256;
+    let keeping = ["--listen", "127.0.0.1:0", "--bucket", BUCKET];
+    let fake = Process::start(fake_bin, &keeping, "addr");
+    // Written through a relay: its streamed write is the way into the fake (in
+    // parts, as the fake takes no single request this large).
+    let writer = start_relay_with(
+        relay_bin,
+        &scratch.join("download-writer"),
+        &fake.addr,
+        &["--max-bytes", "20GiB"],
+    );
+    let body =
+        futures::stream::iter((0..pieces).map(|i| Ok::<_, std::io::Error>(large_piece(OBJECT, i))));
+    let base = format!("http://{}", writer.addr);
+    let answer = (http.post(media_url(&base, "download/large")))
+        .header("content-length", gib << 30)
+        .body(reqwest::Body::wrap_stream(body))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200, "{:?}", answer.text().await);
+    drop(writer);
+    let small = (http.post(format!(
+        "http://{}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=download%2Fsmall",
+        fake.addr
+    )))
+    .body(vec![7u8; 1 << 20]);
+    assert_eq!(small.send().await.unwrap().status(), 200);
+
+    let reader = start_relay_with(relay_bin, &scratch.join("download-reader"), &fake.addr, &[]);
+    let base = format!("http://{}", reader.addr);
+    let sampler = Sampler::start(reader.child.id());
+    let (small_bytes, _) = download(http, &base, "download%2Fsmall").await;
+    assert_eq!(small_bytes, 1 << 20);
+    let rss_small = sampler.stop_rss_max();
+    let sampler = Sampler::start(reader.child.id());
+    let started = Instant::now();
+    let (bytes, crc) = download(http, &base, "download%2Flarge").await;
+    let took = started.elapsed();
+    let rss_large = sampler.stop_rss_max();
+    assert_eq!(bytes, gib << 30, "the whole object came through");
+    let sent = (0..pieces).fold(0, |crc, i| {
+        crc32c::crc32c_append(crc, &large_piece(OBJECT, i))
+    });
+    assert_eq!(crc, sent, "the bytes that came through are the bytes sent");
+    println!(
+        "\n'download': {gib} GiB through the relay in {:.0} s ({:.0} MB/s); relay peak RSS \
+         {:.0} MiB during it, {:.0} MiB during a 1 MiB download; crc32c as sent",
+        took.as_secs_f64(),
+        bytes as f64 / took.as_secs_f64() / 1e6,
+        rss_large as f64 / 1024.0,
+        rss_small as f64 / 1024.0,
+    );
+}
+
+/// `GET ...?alt=media` of the object `encoded` through the relay at `base`, read
+/// as it arrives: its length and crc32c.
+async fn download(http: &reqwest::Client, base: &str, encoded: &str) -> (u64, u32) {
+    let url = format!("{base}/storage/v1/b/{BUCKET}/o/{encoded}?alt=media");
+    let answer = http.get(url).send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let mut stream = answer.bytes_stream();
+    let (mut bytes, mut crc) = (0u64, 0u32);
+    while let Some(piece) = stream.next().await {
+        let piece = piece.unwrap();
+        bytes += piece.len() as u64;
+        crc = crc32c::crc32c_append(crc, &piece);
+    }
+    (bytes, crc)
 }
 
 /// Waits until the relay's spool is empty; fails if it breaks or never drains.
