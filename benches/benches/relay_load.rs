@@ -400,7 +400,11 @@ async fn large_download(
         .send()
         .await
         .unwrap();
+    let outcome = answer.headers().get("x-spool-outcome").cloned();
     assert_eq!(answer.status(), 200, "{:?}", answer.text().await);
+    // Stored, or spooled and then delivered: in the fake either way.
+    drained(http, &format!("http://{}/metrics", writer.metrics)).await;
+    println!("\n'download': the {gib} GiB object written through a relay: {outcome:?}");
     drop(writer);
     let small = (http.post(format!(
         "http://{}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=download%2Fsmall",
@@ -439,8 +443,8 @@ async fn large_download(
 /// as it arrives: its length and crc32c.
 async fn download(http: &reqwest::Client, base: &str, encoded: &str) -> (u64, u32) {
     let url = format!("{base}/storage/v1/b/{BUCKET}/o/{encoded}?alt=media");
-    let answer = http.get(url).send().await.unwrap();
-    assert_eq!(answer.status(), 200);
+    let answer = http.get(&url).send().await.unwrap();
+    assert_eq!(answer.status(), 200, "GET {url}");
     let mut stream = answer.bytes_stream();
     let (mut bytes, mut crc) = (0u64, 0u32);
     while let Some(piece) = stream.next().await {
