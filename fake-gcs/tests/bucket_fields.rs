@@ -4,25 +4,9 @@
 
 mod common;
 
-use common::{Raw, Read as _, config, manual_fake, send};
+use common::{Read as _, call, config, expect, manual_fake};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-
-const JSON: (&str, &str) = ("content-type", "application/json");
-
-async fn call(base: &str, method: Method, path: &str, body: Value) -> Raw {
-    let body = match body {
-        Value::Null => String::new(),
-        body => body.to_string(),
-    };
-    send(base, method, path, &[JSON], body).await
-}
-
-/// `response`'s status is `status`; its JSON body.
-fn expect(response: &Raw, status: StatusCode) -> Value {
-    assert_eq!(response.status(), status, "{}", response.text());
-    response.json()
-}
 
 #[tokio::test]
 async fn a_new_bucket_shows_the_placement_and_rpo_the_service_computes() {

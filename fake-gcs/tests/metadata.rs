@@ -6,32 +6,10 @@
 
 mod common;
 
-use common::{Raw, Read as _, config, manual_fake, send};
+use common::{Read as _, call, config, expect, manual_fake, send};
 use fake_gcs::FakeGcsConfig;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-
-const JSON: (&str, &str) = ("content-type", "application/json");
-
-async fn call(base: &str, method: Method, path: &str, body: Value) -> Raw {
-    let body = match body {
-        Value::Null => String::new(),
-        body => body.to_string(),
-    };
-    send(base, method, path, &[JSON], body).await
-}
-
-/// `response`'s status is `status`; its JSON body (`null` for another body).
-fn expect(response: &Raw, status: StatusCode) -> Value {
-    assert_eq!(response.status(), status, "{}", response.text());
-    let json = response
-        .header("content-type")
-        .is_some_and(|t| t.contains("json"));
-    match json {
-        true => response.json(),
-        false => Value::Null,
-    }
-}
 
 #[tokio::test]
 async fn a_bucket_is_made_changed_by_metageneration_and_deleted_only_when_empty() {

@@ -3,25 +3,9 @@
 
 mod common;
 
-use common::{Raw, Read as _, config, manual_fake, send};
+use common::{Read as _, call, config, expect, manual_fake, send};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
-
-const JSON: (&str, &str) = ("content-type", "application/json");
-
-async fn call(base: &str, method: Method, path: &str, body: Value) -> Raw {
-    let body = match body {
-        Value::Null => String::new(),
-        body => body.to_string(),
-    };
-    send(base, method, path, &[JSON], body).await
-}
-
-/// `response`'s status is `status`; its JSON body.
-fn expect(response: &Raw, status: StatusCode) -> Value {
-    assert_eq!(response.status(), status, "{}", response.text());
-    response.json()
-}
 
 const BOUNDARY: &str = "b0undary";
 

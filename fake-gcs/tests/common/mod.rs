@@ -157,3 +157,25 @@ pub fn gcs_store(base: &str) -> Arc<dyn ObjectStore> {
         .unwrap();
     Arc::new(store)
 }
+
+/// `Content-Type: application/json`.
+pub const JSON: (&str, &str) = ("content-type", "application/json");
+
+/// `method path` at `base` with the JSON `body` (no body for `Value::Null`).
+pub async fn call(base: &str, method: Method, path: &str, body: serde_json::Value) -> Raw {
+    let body = match body {
+        serde_json::Value::Null => String::new(),
+        body => body.to_string(),
+    };
+    send(base, method, path, &[JSON], body).await
+}
+
+/// `response`'s status is `status`; its JSON body (`null` for another body).
+pub fn expect(response: &Raw, status: http::StatusCode) -> serde_json::Value {
+    assert_eq!(response.status(), status, "{}", response.text());
+    let json = (response.header("content-type")).is_some_and(|t| t.contains("json"));
+    match json {
+        true => response.json(),
+        false => serde_json::Value::Null,
+    }
+}
