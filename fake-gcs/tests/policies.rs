@@ -43,12 +43,7 @@ async fn holds_refuse_deletes_and_overwrites_until_released() {
     let event = "Object 'held/e' is under active Event-Based hold and cannot be deleted, \
                  overwritten or archived until hold is removed.";
     let refused = call(&base, Method::DELETE, "/storage/v1/b/held/o/e", Value::Null).await;
-    assert_eq!(
-        refused.status(),
-        StatusCode::FORBIDDEN,
-        "{}",
-        refused.text()
-    );
+    expect(&refused, StatusCode::FORBIDDEN);
     assert_eq!(message(&refused), event);
     let overwrite = upload(&base, "held", "e", "other").await;
     assert_eq!(overwrite.status(), StatusCode::FORBIDDEN);
@@ -78,12 +73,7 @@ async fn holds_refuse_deletes_and_overwrites_until_released() {
     .await;
     expect(&held, StatusCode::OK);
     let refused = call(&base, Method::DELETE, "/storage/v1/b/bkt/o/t", Value::Null).await;
-    assert_eq!(
-        refused.status(),
-        StatusCode::FORBIDDEN,
-        "{}",
-        refused.text()
-    );
+    expect(&refused, StatusCode::FORBIDDEN);
     assert_eq!(
         message(&refused),
         "Object 'bkt/t' is under active Temporary hold and cannot be deleted, \
@@ -131,12 +121,7 @@ async fn a_retention_policy_sets_an_expiration_and_refuses_early_deletes() {
     );
     clock.advance(Duration::from_secs(59));
     let refused = call(&base, Method::DELETE, "/storage/v1/b/kept/o/r", Value::Null).await;
-    assert_eq!(
-        refused.status(),
-        StatusCode::FORBIDDEN,
-        "{}",
-        refused.text()
-    );
+    expect(&refused, StatusCode::FORBIDDEN);
     assert!(
         message(&refused).contains("Object 'kept/r' is subject to bucket's retention policy"),
         "{}",
@@ -146,12 +131,7 @@ async fn a_retention_policy_sets_an_expiration_and_refuses_early_deletes() {
     assert_eq!(overwrite.status(), StatusCode::FORBIDDEN);
     clock.advance(Duration::from_secs(1));
     let deleted = call(&base, Method::DELETE, "/storage/v1/b/kept/o/r", Value::Null).await;
-    assert_eq!(
-        deleted.status(),
-        StatusCode::NO_CONTENT,
-        "{}",
-        deleted.text()
-    );
+    expect(&deleted, StatusCode::NO_CONTENT);
 }
 
 #[tokio::test]
@@ -200,20 +180,10 @@ async fn releasing_an_event_based_hold_starts_the_retention_period_and_updates_k
     );
     clock.advance(Duration::from_secs(59));
     let refused = call(&base, Method::DELETE, "/storage/v1/b/both/o/o", Value::Null).await;
-    assert_eq!(
-        refused.status(),
-        StatusCode::FORBIDDEN,
-        "{}",
-        refused.text()
-    );
+    expect(&refused, StatusCode::FORBIDDEN);
     clock.advance(Duration::from_secs(1));
     let deleted = call(&base, Method::DELETE, "/storage/v1/b/both/o/o", Value::Null).await;
-    assert_eq!(
-        deleted.status(),
-        StatusCode::NO_CONTENT,
-        "{}",
-        deleted.text()
-    );
+    expect(&deleted, StatusCode::NO_CONTENT);
 }
 
 #[tokio::test]

@@ -804,20 +804,37 @@ mod tests {
         tokio::join!(serving, test);
     }
 
+    /// One client's connection, served by `connections` until `stop` is sent; then
+    /// `serving` shuts them down and says whether every connection closed within
+    /// the grace, and how long that took.
+    fn one_client_until_stopped(
+        connections: &Connections,
+    ) -> (
+        DuplexStream,
+        tokio::sync::oneshot::Sender<()>,
+        impl Future<Output = (bool, Duration)> + '_,
+    ) {
+        let (script, acceptor, _) = scripted();
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        script.send(Ok(server_end)).unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = async move {
+            accept_loop(connections, acceptor, async { drop(stopped.await) }, None).await;
+            drop(script);
+            let started = tokio::time::Instant::now();
+            let finished = connections.clone().shutdown(STOP_LINGER * 10).await;
+            (finished, started.elapsed())
+        };
+        (client, stop, serving)
+    }
+
     #[tokio::test(start_paused = true)]
     async fn once_told_to_stop_an_idle_connection_answers_one_more_request_and_closes() {
         // Found by `torture deploys`: object_store's PUTs on pooled connections
         // failed at each SIGHUP deploy, sent on a connection the old process had
         // just closed as idle.
         let connections = connections(4).await;
-        let (script, acceptor, _) = scripted();
-        let (mut client, server_end) = tokio::io::duplex(1 << 16);
-        script.send(Ok(server_end)).unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = async {
-            accept_loop(&connections, acceptor, async { drop(stopped.await) }, None).await;
-            connections.clone().shutdown(STOP_LINGER * 10).await
-        };
+        let (mut client, stop, serving) = one_client_until_stopped(&connections);
         let test = async {
             client.write_all(BUCKET_GET).await.unwrap();
             assert_eq!(answered(&mut client).await.as_deref(), Some("HTTP/1.1 200"));
@@ -838,7 +855,7 @@ mod tests {
                 "the last answer says the connection closes: {rest}"
             );
         };
-        let (finished, ()) = tokio::join!(serving, test);
+        let ((finished, _), ()) = tokio::join!(serving, test);
         assert!(finished, "every connection closed within the grace");
         assert_eq!(connections.count(), 0);
     }
@@ -846,16 +863,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_connection_left_idle_after_stop_closes_after_the_linger() {
         let connections = connections(4).await;
-        let (script, acceptor, _) = scripted();
-        let (mut client, server_end) = tokio::io::duplex(1 << 16);
-        script.send(Ok(server_end)).unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = async {
-            accept_loop(&connections, acceptor, async { drop(stopped.await) }, None).await;
-            let started = tokio::time::Instant::now();
-            let finished = connections.clone().shutdown(STOP_LINGER * 10).await;
-            (finished, started.elapsed())
-        };
+        let (mut client, stop, serving) = one_client_until_stopped(&connections);
         let test = async {
             client.write_all(BUCKET_GET).await.unwrap();
             assert_eq!(answered(&mut client).await.as_deref(), Some("HTTP/1.1 200"));
