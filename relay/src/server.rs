@@ -7,7 +7,7 @@
 //! closed), and requests in flight finish and are answered, for at most `grace`;
 //! [`serve`] returns after that. Stopping the drainer is the caller's next step.
 //! An idle keep-alive connection is not closed at once: for
-//! [`ServerConfig::stop_linger`] (2 s)
+//! [`ServerConfig::stop_linger`] (250 ms)
 //! the next request on it is still answered, with `Connection: close`, then it
 //! closes. A client cannot know when a server closes an idle connection, and one
 //! that sends a request on it at that moment gets no answer; clients retry that for
@@ -77,7 +77,7 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 pub const IDLE_BEFORE_CLOSING: Duration = Duration::from_secs(1);
 /// How long a connection is kept open once the server is told to stop, for its
 /// next request to be answered with `Connection: close` (see the module doc).
-pub const STOP_LINGER: Duration = Duration::from_secs(2);
+pub const STOP_LINGER: Duration = Duration::from_millis(250);
 
 /// How the server bounds who may send requests, and how many and how slowly.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +92,7 @@ pub struct ServerConfig {
     /// it). Default 256 ([`DEFAULT_MAX_CONNECTIONS`]). At least 1.
     pub max_connections: usize,
     /// Once told to stop, how long a connection stays open for one more request,
-    /// answered with `Connection: close` (see the module doc). Default 2 s
+    /// answered with `Connection: close` (see the module doc). Default 250 ms
     /// ([`STOP_LINGER`]); zero closes idle connections at once.
     pub stop_linger: Duration,
 }
