@@ -239,12 +239,7 @@ async fn the_binary_passes_reads_and_lists_through_to_its_upstream_and_logs_them
     ];
     let (relay, mut log, addr) = start(dir.path(), &args).await;
     let http = reqwest::Client::new();
-    let url = format!(
-        "http://{addr}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&ifGenerationMatch=0&name=d/a"
-    );
-    let upload = http.post(url).body("through").send().await.unwrap();
-    assert_eq!(upload.status(), 200);
-    assert_eq!(stored(&fake, "d/a").as_deref(), Some(&b"through"[..]));
+    upload_stored(&http, &format!("http://{addr}"), &fake, "d/a", "through").await;
 
     let media = format!("http://{addr}/storage/v1/b/{BUCKET}/o/d%2Fa?alt=media");
     let media = http.get(media).send().await.unwrap();
@@ -330,12 +325,7 @@ async fn with_a_certificate_the_binary_serves_https_and_its_session_urls_say_so(
         .build()
         .unwrap();
     let base = format!("https://localhost:{port}");
-    let url = format!(
-        "{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&ifGenerationMatch=0&name=s/a"
-    );
-    let upload = https.post(url).body("secure").send().await.unwrap();
-    assert_eq!(upload.status(), 200);
-    assert_eq!(stored(&fake, "s/a").as_deref(), Some(&b"secure"[..]));
+    upload_stored(&https, &base, &fake, "s/a", "secure").await;
     // A resumable session's URL is where the client reached the relay: https.
     let start = format!("{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=resumable&name=s/b");
     let opened = https.post(start).send().await.unwrap();
@@ -350,4 +340,21 @@ async fn with_a_certificate_the_binary_serves_https_and_its_session_urls_say_so(
     assert!(plain.is_err(), "{plain:?}");
     terminate(&relay);
     assert!(exited(relay, &mut log).await.success());
+}
+
+/// A media upload of `data` as `name` through the relay at `base`, answered 200 and
+/// stored in the fake as sent.
+async fn upload_stored(
+    http: &reqwest::Client,
+    base: &str,
+    fake: &fake_gcs::FakeGcs,
+    name: &str,
+    data: &'static str,
+) {
+    let url = format!(
+        "{base}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&ifGenerationMatch=0&name={name}"
+    );
+    let upload = http.post(url).body(data).send().await.unwrap();
+    assert_eq!(upload.status(), 200);
+    assert_eq!(stored(fake, name).as_deref(), Some(data.as_bytes()));
 }

@@ -24,7 +24,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::layout::{self, VerifyError};
-use super::{Spool, State, UNREADABLE_AFTER};
+use super::{Meta, Spool, State, UNREADABLE_AFTER};
 use crate::entry::Header;
 
 /// How long a delivered entry whose removal failed is held back before it is given
@@ -165,16 +165,8 @@ impl Spool {
             {
                 break;
             }
-            meta.claimed = true;
             bytes += meta.file_bytes;
-            claims.push(Claim {
-                spool: self.clone(),
-                seq,
-                created_unix_ms: meta.created_unix_ms,
-                file_bytes: meta.file_bytes,
-                file: meta.file_name(seq),
-                settled: false,
-            });
+            claims.push(self.claimed(seq, meta));
         }
         state.claimed += claims.len() as u64;
         state.check(&self.inner.config);
@@ -191,18 +183,25 @@ impl Spool {
             return None;
         }
         let meta = state.index.get_mut(&seq).filter(|meta| !meta.claimed)?;
+        let claim = self.claimed(seq, meta);
+        state.claimed += 1;
+        state.check(&self.inner.config);
+        Some(claim)
+    }
+
+    /// Marks entry `seq` claimed and makes its claim (the caller counts it in
+    /// `State::claimed`).
+    fn claimed(&self, seq: u64, meta: &mut Meta) -> Claim {
+        debug_assert!(!meta.claimed);
         meta.claimed = true;
-        let claim = Claim {
+        Claim {
             spool: self.clone(),
             seq,
             created_unix_ms: meta.created_unix_ms,
             file_bytes: meta.file_bytes,
             file: meta.file_name(seq),
             settled: false,
-        };
-        state.claimed += 1;
-        state.check(&self.inner.config);
-        Some(claim)
+        }
     }
 
     /// Waits until an entry can be claimed, then claims the oldest.
