@@ -2,12 +2,24 @@
 //! generations that only grow, preconditions checked atomically with the write, and
 //! listing in name order with resumable pages.
 //!
+//! With `versioning.enabled` (Cloud Storage's Object Versioning), a live object
+//! that is replaced or deleted (without naming its generation) stays as a
+//! noncurrent version: the same generation, with the time it stopped being live
+//! (`timeDeleted`). Noncurrent versions are read, copied, composed, listed
+//! (`versions=true`: name order, then generation ascending) and deleted by
+//! generation; naming the live generation in a delete deletes it for good. A
+//! bucket is empty only without live objects and noncurrent versions. Without
+//! versioning a replaced object is gone; versions kept while it was on stay when
+//! it is turned off, as in Cloud Storage.
+//!
 //! Per object the fake keeps 88 bytes plus the name (its digests, size,
 //! generation, creation time, component count; a pointer to its content type and
 //! attributes when they are not the defaults, and to what metadata calls changed
 //! once one has) and, only when `keep_bytes` is set or the object was placed with
-//! `FakeGcs::insert_object`, the bytes themselves. A bucket keeps its metadata
-//! ([`BucketMeta`]) beside its objects.
+//! `FakeGcs::insert_object`, the bytes themselves. A noncurrent version costs the
+//! same plus 8 bytes (its time of deletion), and its name once per name: no
+//! version keeps bytes a live object would not have kept. A bucket keeps its
+//! metadata ([`BucketMeta`]) beside its objects.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -222,13 +234,49 @@ impl Objects {
     }
 }
 
-/// One bucket.
+/// A version that is no longer live: the object as it was, and when it stopped
+/// being live.
+#[derive(Debug, Clone)]
+pub(crate) struct Noncurrent {
+    pub(crate) object: StoredObject,
+    deleted_unix_ms: u64,
+}
+
+/// One version of an object, live or noncurrent, as a read finds it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Version<'a> {
+    pub(crate) object: &'a StoredObject,
+    /// When it stopped being live; `None` for the live version.
+    pub(crate) deleted_unix_ms: Option<u64>,
+}
+
+impl Version<'_> {
+    /// What its resource shows beyond its record: what metadata calls changed,
+    /// and for a noncurrent version its `timeDeleted`.
+    pub(crate) fn meta(&self) -> Option<ObjectMeta> {
+        let Some(deleted) = self.deleted_unix_ms else {
+            return self.object.meta().cloned();
+        };
+        let mut meta = self.object.edit().changes.meta;
+        let time = Value::String(rfc3339_millis(deleted));
+        meta.extra.insert("timeDeleted".into(), time);
+        Some(meta)
+    }
+}
+
+/// One bucket: its live objects, its noncurrent versions (by name, generation
+/// ascending) and its metadata.
 #[derive(Debug, Clone)]
 pub(crate) struct Bucket {
     pub(crate) created_unix_ms: u64,
     pub(crate) objects: BTreeMap<String, StoredObject>,
+    noncurrent: BTreeMap<String, Vec<Noncurrent>>,
     pub(crate) meta: BucketMeta,
 }
+
+/// Where a listing resumes: after this name and, within it, after this generation
+/// (`i64::MAX`: after every version of it).
+pub(crate) type After<'a> = (&'a str, i64);
 
 /// Sorts after every name that starts with a given prefix (U+10FFFF is the largest
 /// scalar value), so a page can resume after a whole common prefix.
@@ -245,8 +293,161 @@ impl Bucket {
         Self {
             created_unix_ms,
             objects: BTreeMap::new(),
+            noncurrent: BTreeMap::new(),
             meta: BucketMeta::new(project, created_unix_ms),
         }
+    }
+
+    /// Whether Object Versioning is on (`versioning.enabled`).
+    pub(crate) fn versioning(&self) -> bool {
+        let versioning = self.meta.fields.get("versioning");
+        versioning
+            .and_then(|v| v.get("enabled"))
+            .and_then(Value::as_bool)
+            == Some(true)
+    }
+
+    /// Whether it holds nothing: no live object and no noncurrent version.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.objects.is_empty() && self.noncurrent.is_empty()
+    }
+
+    /// Makes `object` the live version of `name`; the one it replaces becomes
+    /// noncurrent at `now_ms` under versioning, and is gone otherwise.
+    pub(crate) fn put(&mut self, name: String, object: StoredObject, now_ms: u64) {
+        let versioning = self.versioning();
+        if let Some(replaced) = self.objects.insert(name.clone(), object)
+            && versioning
+        {
+            self.keep_noncurrent(name, replaced, now_ms);
+        }
+    }
+
+    /// Deletes the live version of `name` (as a delete that names no generation
+    /// does): under versioning it becomes noncurrent at `now_ms`.
+    pub(crate) fn delete_live(&mut self, name: &str, now_ms: u64) {
+        if let Some(deleted) = self.objects.remove(name)
+            && self.versioning()
+        {
+            self.keep_noncurrent(name.to_string(), deleted, now_ms);
+        }
+    }
+
+    fn keep_noncurrent(&mut self, name: String, object: StoredObject, now_ms: u64) {
+        let versions = self.noncurrent.entry(name).or_default();
+        // Generations only grow: the one leaving is the largest so far.
+        versions.push(Noncurrent {
+            object,
+            deleted_unix_ms: now_ms,
+        });
+    }
+
+    /// Deletes version `generation` of `name` for good, live or noncurrent;
+    /// whether there was one.
+    pub(crate) fn delete_version(&mut self, name: &str, generation: i64) -> bool {
+        if self
+            .objects
+            .get(name)
+            .is_some_and(|o| o.generation == generation)
+        {
+            self.objects.remove(name);
+            return true;
+        }
+        let Some(versions) = self.noncurrent.get_mut(name) else {
+            return false;
+        };
+        let before = versions.len();
+        versions.retain(|v| v.object.generation != generation);
+        let deleted = versions.len() < before;
+        if versions.is_empty() {
+            self.noncurrent.remove(name);
+        }
+        deleted
+    }
+
+    /// The version of `name` a request asks for: `generation`, live or
+    /// noncurrent, or the live one when it names none.
+    pub(crate) fn version(&self, name: &str, generation: Option<i64>) -> Option<Version<'_>> {
+        let live = self.objects.get(name);
+        let Some(generation) = generation else {
+            return live.map(|object| Version {
+                object,
+                deleted_unix_ms: None,
+            });
+        };
+        if let Some(object) = live.filter(|o| o.generation == generation) {
+            return Some(Version {
+                object,
+                deleted_unix_ms: None,
+            });
+        }
+        let versions = self.noncurrent.get(name)?;
+        let old = versions
+            .iter()
+            .find(|v| v.object.generation == generation)?;
+        Some(Version {
+            object: &old.object,
+            deleted_unix_ms: Some(old.deleted_unix_ms),
+        })
+    }
+
+    /// The version [`version`](Self::version) finds, to change its metadata.
+    pub(crate) fn version_mut(
+        &mut self,
+        name: &str,
+        generation: Option<i64>,
+    ) -> Option<&mut StoredObject> {
+        let live = self.objects.get_mut(name);
+        let Some(generation) = generation else {
+            return live;
+        };
+        if let Some(object) = live.filter(|o| o.generation == generation) {
+            return Some(object);
+        }
+        let versions = self.noncurrent.get_mut(name)?;
+        let old = versions
+            .iter_mut()
+            .find(|v| v.object.generation == generation)?;
+        Some(&mut old.object)
+    }
+
+    /// Every version from `start` on, in name order and, within a name,
+    /// generation ascending (noncurrent ones, then the live one); only the live
+    /// ones unless `versions`.
+    fn versions_from<'a>(
+        &'a self,
+        start: Bound<&'a str>,
+        versions: bool,
+    ) -> impl Iterator<Item = (&'a String, Version<'a>)> + 'a {
+        let mut live = self
+            .objects
+            .range::<str, _>((start, Bound::Unbounded))
+            .peekable();
+        let mut old = (self.noncurrent.range::<str, _>((start, Bound::Unbounded)))
+            .filter(move |_| versions)
+            .peekable();
+        let names = std::iter::from_fn(move || {
+            let name: &'a String = match (live.peek(), old.peek()) {
+                (None, None) => return None,
+                (Some((l, _)), Some((o, _))) => (*l).min(*o),
+                (Some((l, _)), None) => l,
+                (None, Some((o, _))) => o,
+            };
+            let older = old.next_if(|(n, _)| *n == name).map(|(_, v)| v);
+            let current = live.next_if(|(n, _)| *n == name).map(|(_, o)| o);
+            Some((name, older, current))
+        });
+        names.flat_map(|(name, older, current)| {
+            let older = older.into_iter().flatten().map(move |v| Version {
+                object: &v.object,
+                deleted_unix_ms: Some(v.deleted_unix_ms),
+            });
+            let current = current.map(|object| Version {
+                object,
+                deleted_unix_ms: None,
+            });
+            older.chain(current).map(move |v| (name, v))
+        })
     }
 
     /// The bucket's retention period, when it has a retention policy.
@@ -285,9 +486,21 @@ impl Bucket {
     /// under a temporary or event-based hold, or younger than the bucket's
     /// retention period.
     pub(crate) fn protect(&self, bucket: &str, name: &str, now_ms: u64) -> Result<(), Rejection> {
-        let Some(object) = self.objects.get(name) else {
-            return Ok(());
-        };
+        match self.objects.get(name) {
+            Some(object) => self.protect_version(bucket, name, object, now_ms),
+            None => Ok(()),
+        }
+    }
+
+    /// 403 when `object`, a version of `name`, may not be deleted at `now_ms`
+    /// (see [`protect`](Self::protect)).
+    pub(crate) fn protect_version(
+        &self,
+        bucket: &str,
+        name: &str,
+        object: &StoredObject,
+        now_ms: u64,
+    ) -> Result<(), Rejection> {
         for (key, hold) in [
             ("temporaryHold", "Temporary"),
             ("eventBasedHold", "Event-Based"),
@@ -320,29 +533,27 @@ impl Bucket {
         Ok(())
     }
 
-    /// The largest name below `name`: where a listing that starts at `name`
-    /// (inclusive) resumes after.
-    pub(crate) fn last_before(&self, name: &str) -> Option<String> {
-        self.objects
-            .range::<str, _>((Bound::Unbounded, Bound::Excluded(name)))
-            .next_back()
-            .map(|(k, _)| k.clone())
-    }
-
-    /// Lists the names `query` asks for (its prefix, end offset and glob), after
-    /// `start_after` (exclusive), at most `query.max` entries (objects plus common
-    /// prefixes when it has a delimiter).
-    pub(crate) fn list(&self, query: &ListQuery, start_after: Option<&str>) -> ListPage {
+    /// Lists the versions `query` asks for (live ones, or every one with
+    /// `versions`; its prefix, end offset and glob), after `start_after`
+    /// (exclusive), at most `query.max` entries (objects plus common prefixes when
+    /// it has a delimiter).
+    pub(crate) fn list(&self, query: &ListQuery, start_after: Option<After<'_>>) -> ListPage {
         let prefix = query.prefix.as_str();
-        let start = match start_after {
-            Some(after) if after >= prefix => Bound::Excluded(after),
-            _ => Bound::Included(prefix),
+        let (start, skip) = match start_after {
+            Some((after, generation)) if after >= prefix => {
+                (Bound::Included(after), Some((after, generation)))
+            }
+            _ => (Bound::Included(prefix), None),
         };
         let mut page = ListPage::default();
         let mut count = 0;
-        let mut last: Option<String> = None;
+        let mut last: Option<(String, i64)> = None;
         let delimiter = query.delimiter.as_deref().filter(|d| !d.is_empty());
-        for (name, object) in self.objects.range::<str, _>((start, Bound::Unbounded)) {
+        for (name, version) in self.versions_from(start, query.versions) {
+            let generation = version.object.generation;
+            if skip.is_some_and(|(after, g)| name == after && generation <= g) {
+                continue;
+            }
             if !name.starts_with(prefix) || query.before.as_ref().is_some_and(|end| name >= end) {
                 break;
             }
@@ -360,11 +571,14 @@ impl Bucket {
                 continue;
             }
             if count == query.max {
-                page.resume_after = last;
+                if let Some((name, g)) = last {
+                    page.resume_after = Some(name);
+                    page.resume_generation = query.versions.then_some(g);
+                }
                 break;
             }
             count += 1;
-            let listed = (object.record(name), object.meta().cloned());
+            let listed = (version.object.record(name), version.meta());
             match common {
                 Some(common) => {
                     // The first name under a prefix is the one that may end at it.
@@ -372,11 +586,11 @@ impl Bucket {
                         page.objects.push(listed);
                     }
                     page.prefixes.push(common.to_string());
-                    last = Some(format!("{common}{AFTER_PREFIX}"));
+                    last = Some((format!("{common}{AFTER_PREFIX}"), i64::MAX));
                 }
                 None => {
                     page.objects.push(listed);
-                    last = Some(name.clone());
+                    last = Some((name.clone(), generation));
                 }
             }
         }
@@ -421,7 +635,7 @@ mod tests {
             max,
             ..ListQuery::default()
         };
-        b.list(&query, after)
+        b.list(&query, after.map(|a| (a, i64::MAX)))
     }
 
     fn parsed(query: &str) -> ListQuery {
@@ -434,7 +648,7 @@ mod tests {
         let b = bucket(&["a", "b", "b0", "c"]);
         assert_eq!(names(&b.list(&parsed("endOffset=b0"), None)), ["a", "b"]);
         assert_eq!(
-            names(&b.list(&parsed("startOffset=b&endOffset=c"), Some("a"))),
+            names(&b.list(&parsed("startOffset=b&endOffset=c"), Some(("a", i64::MAX)))),
             ["b", "b0"]
         );
         assert_eq!(
@@ -520,7 +734,8 @@ mod tests {
         assert_eq!(all.prefixes, ["a/"]);
         assert_eq!(names(&all), ["b"]);
         // Resuming after a common prefix skips everything under it.
-        let after = list(&b, "", Some("/"), Some(&format!("a/{AFTER_PREFIX}")), 10);
+        let past = format!("a/{AFTER_PREFIX}");
+        let after = list(&b, "", Some("/"), Some(&past), 10);
         assert!(after.prefixes.is_empty());
         assert_eq!(names(&after), ["b"]);
     }
@@ -529,6 +744,8 @@ mod tests {
     fn an_object_without_attributes_costs_no_more_than_before_them() {
         // 104 bytes before attributes were kept (the content type was inline).
         assert!(std::mem::size_of::<StoredObject>() <= 88);
+        // A noncurrent version: the same, and when it stopped being live.
+        assert!(std::mem::size_of::<Noncurrent>() <= 96);
         let plain = ObjectRecord {
             name: "a".into(),
             generation: 1,

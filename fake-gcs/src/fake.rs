@@ -277,7 +277,7 @@ impl State {
         let b = self.buckets.entry(bucket.to_string());
         let b = b.or_insert_with(|| Bucket::new(now_ms));
         stored.add_fields(b.new_object_fields(now_ms));
-        b.objects.insert(key, stored);
+        b.put(key, stored, now_ms);
         record
     }
 

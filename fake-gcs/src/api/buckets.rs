@@ -96,7 +96,8 @@ impl Ctx<'_> {
     }
 
     /// `PATCH`, `PUT` or `DELETE` of a bucket, if its metageneration conditions
-    /// hold. A delete needs the bucket empty (409 otherwise).
+    /// hold. A delete needs the bucket empty, of noncurrent versions too (409
+    /// otherwise).
     pub(super) fn bucket_change(
         &mut self,
         bucket: &str,
@@ -116,7 +117,7 @@ impl Ctx<'_> {
             return Err(Rejection::PreconditionFailed);
         }
         if verb == Verb::Delete {
-            if !b.objects.is_empty() {
+            if !b.is_empty() {
                 return Err(Rejection::status(
                     409,
                     "The bucket you tried to delete is not empty.",

@@ -286,9 +286,14 @@ impl Ctx<'_> {
             return Err(Rejection::NoSuchBucket(bucket.to_string()));
         }
         let b = &self.state.buckets[bucket];
-        // An inclusive start resumes after the largest name below it.
-        let after = (query.after.clone()).or_else(|| b.last_before(query.from.as_deref()?));
-        let page = b.list(&query, after.as_deref());
+        // A page token resumes after a name (and generation); an inclusive start
+        // resumes before every generation of its name.
+        let after = match (&query.after, &query.from) {
+            (Some(after), _) => Some((after.as_str(), query.after_generation)),
+            (None, Some(from)) => Some((from.as_str(), i64::MIN)),
+            (None, None) => None,
+        };
+        let page = b.list(&query, after);
         Ok(page.reply(api, &self.base, bucket, &query))
     }
 
@@ -325,9 +330,9 @@ impl Ctx<'_> {
         Ok(reply)
     }
 
-    /// The live object `bucket/name`, its bytes (when kept) and what metadata
-    /// calls changed on it, if it is the generation asked for and the
-    /// preconditions hold.
+    /// The object `bucket/name` (its live version, or the version `generation`
+    /// asks for, live or noncurrent), its bytes (when kept) and what its resource
+    /// shows beyond its record, if the preconditions hold.
     fn find(
         &mut self,
         bucket: &str,
@@ -335,29 +340,21 @@ impl Ctx<'_> {
     ) -> Result<(ObjectRecord, Option<Bytes>, Option<ObjectMeta>), Rejection> {
         let pre = Preconditions::parse(self.query, self.headers)?;
         let conditions = Conditions::parse(self.query, "if")?;
-        let generation = self.query.get("generation");
+        let generation = self.generation_param("generation")?;
         if !self.bucket(bucket) {
             return Err(Rejection::NoSuchBucket(bucket.to_string()));
         }
-        let no_such_object = || Rejection::NoSuchObject {
-            bucket: bucket.to_string(),
-            name: name.to_string(),
-        };
-        let object = self.state.buckets[bucket]
-            .objects
-            .get(name)
-            .ok_or_else(no_such_object)?;
-        if generation.is_some_and(|g| g != object.generation.to_string()) {
-            return Err(no_such_object());
-        }
+        let version = self.state.buckets[bucket]
+            .version(name, generation)
+            .ok_or_else(|| Rejection::NoSuchObject {
+                bucket: bucket.to_string(),
+                name: name.to_string(),
+            })?;
+        let object = version.object;
         if !pre.hold(Some(object.generation)) || !conditions.hold(Some(object.live())) {
             return Err(Rejection::PreconditionFailed);
         }
-        Ok((
-            object.record(name),
-            object.bytes.clone(),
-            object.meta().cloned(),
-        ))
+        Ok((object.record(name), object.bytes.clone(), version.meta()))
     }
 
     /// `If-Match` (412 unless it matches) and `If-None-Match` (304 when it matches)
@@ -423,26 +420,36 @@ impl Ctx<'_> {
         }
     }
 
+    /// Deletes the live version of `bucket/name` (noncurrent from then on under
+    /// versioning), or for good the version `generation` names, live or
+    /// noncurrent, if the preconditions hold against it and no hold or retention
+    /// protects it.
     fn delete(&mut self, bucket: &str, name: &str) -> Result<Reply, Rejection> {
         let pre = Preconditions::parse(self.query, self.headers)?;
         let conditions = Conditions::parse(self.query, "if")?;
+        let generation = self.generation_param("generation")?;
         self.ensure_bucket(bucket);
+        let now_ms = self.now_ms;
         let state = &mut *self.state;
         let Some(b) = state.buckets.get_mut(bucket) else {
             return Err(Rejection::NoSuchBucket(bucket.to_string()));
         };
-        let Some(object) = b.objects.get(name) else {
+        let Some(version) = b.version(name, generation) else {
             return Err(Rejection::NoSuchObject {
                 bucket: bucket.to_string(),
                 name: name.to_string(),
             });
         };
+        let object = version.object;
         if !pre.hold(Some(object.generation)) || !conditions.hold(Some(object.live())) {
             state.stats.precondition_failures += 1;
             return Err(Rejection::PreconditionFailed);
         }
-        b.protect(bucket, name, self.now_ms)?;
-        b.objects.remove(name);
+        b.protect_version(bucket, name, object, now_ms)?;
+        match generation {
+            Some(generation) => _ = b.delete_version(name, generation),
+            None => b.delete_live(name, now_ms),
+        }
         Ok(Reply::new(204))
     }
 
@@ -544,13 +551,12 @@ impl Ctx<'_> {
         let mut components = 0u32;
         for source in &compose.sources {
             let object = b
-                .objects
-                .get(&source.name)
-                .filter(|o| source.generation.is_none_or(|g| g == o.generation))
+                .version(&source.name, source.generation)
                 .ok_or_else(|| Rejection::NoSuchObject {
                     bucket: compose.bucket.clone(),
                     name: source.name.clone(),
-                })?;
+                })?
+                .object;
             if source
                 .if_generation_match
                 .is_some_and(|g| g != object.generation)

@@ -28,9 +28,9 @@ impl Ctx<'_> {
         if self.full_projection()
             && let Some(b) = self.state.buckets.get(bucket)
         {
-            let stored = b.objects.get(&record.name);
+            let stored = b.version(&record.name, Some(record.generation));
             let acl = stored
-                .and_then(StoredObject::changes)
+                .and_then(|v| v.object.changes())
                 .and_then(|c| c.acl.as_ref())
                 .unwrap_or(&b.meta.default_object_acl);
             let owner = Owner {
@@ -49,10 +49,8 @@ impl Ctx<'_> {
     /// live generation.
     pub(super) fn written_resource(&self, bucket: &str, record: &ObjectRecord) -> Value {
         let meta = (self.state.buckets.get(bucket))
-            .and_then(|b| b.objects.get(&record.name))
-            .filter(|o| o.generation == record.generation)
-            .and_then(StoredObject::meta)
-            .cloned();
+            .and_then(|b| b.version(&record.name, Some(record.generation)))
+            .and_then(|v| v.meta());
         self.object_resource(bucket, record, meta.as_ref())
     }
 
@@ -70,13 +68,13 @@ impl Ctx<'_> {
         let predefined = predefined.transpose()?;
         let body = Self::json_body(data)?;
         let now_ms = self.now_ms;
-        let live = self.live_object(bucket, name, generation)?.live();
+        let live = self.stored_version(bucket, name, generation)?.live();
         if !conditions.hold(Some(live)) {
             self.state.stats.precondition_failures += 1;
             return Err(Rejection::PreconditionFailed);
         }
         let period = self.existing(bucket)?.retention_period_ms();
-        let stored = self.live_object(bucket, name, generation)?;
+        let stored = self.stored_version(bucket, name, generation)?;
         let was_held = stored.flag("eventBasedHold");
         let mut edit = stored.edit();
         edit.apply(&body, verb == Verb::Update)?;
@@ -96,8 +94,9 @@ impl Ctx<'_> {
         Ok(Reply::json(200, &self.object_resource(bucket, &record, meta.as_ref())).into())
     }
 
-    /// The live object `bucket/name` (in `generation`, when one is asked for).
-    fn live_object(
+    /// The object `bucket/name`: its live version, or version `generation`
+    /// (live or noncurrent) when one is asked for.
+    fn stored_version(
         &mut self,
         bucket: &str,
         name: &str,
@@ -108,14 +107,12 @@ impl Ctx<'_> {
             name: name.to_string(),
         };
         self.existing(bucket)?
-            .objects
-            .get_mut(name)
-            .filter(|o| generation.is_none_or(|g| g == o.generation))
+            .version_mut(name, generation)
             .ok_or_else(no_such_object)
     }
 
     /// An integer query parameter; 400 naming it when it is not one.
-    fn generation_param(&self, key: &str) -> Result<Option<i64>, Rejection> {
+    pub(super) fn generation_param(&self, key: &str) -> Result<Option<i64>, Rejection> {
         self.query
             .get(key)
             .map(|v| {
@@ -147,7 +144,7 @@ impl Ctx<'_> {
         let predefined = self.query.get("destinationPredefinedAcl");
         let predefined = predefined.map(Acl::predefined).transpose()?;
         self.existing(bucket)?;
-        let src = self.live_object(source_bucket, source, source_generation)?;
+        let src = self.stored_version(source_bucket, source, source_generation)?;
         let (src_live, src) = (src.live(), src.clone());
         let current = self.state.buckets[bucket]
             .objects
@@ -237,7 +234,7 @@ impl Ctx<'_> {
         self.state.stats.objects_committed += 1;
         if let Some(b) = self.state.buckets.get_mut(bucket) {
             stored.add_fields(b.new_object_fields(now_ms));
-            b.objects.insert(key, stored);
+            b.put(key, stored, now_ms);
         }
         record
     }

@@ -38,6 +38,12 @@ pub struct ListQuery {
     /// `includeTrailingDelimiter=true` (a "folder" object `a/` beside the prefix
     /// `a/`).
     pub include_trailing_delimiter: bool,
+    /// Every version is listed, noncurrent ones too: JSON `versions=true`.
+    pub versions: bool,
+    /// With [`versions`](Self::versions) and a page token: resume within
+    /// [`after`](Self::after)'s name after this generation (`i64::MAX`, past all
+    /// of it, otherwise).
+    pub after_generation: i64,
 }
 
 /// A list's `matchGlob`, as Cloud Storage reads it: `*` and `?` within one
@@ -96,12 +102,13 @@ impl ListQuery {
             Some(Ok(n)) => n.clamp(1, max_limit),
             Some(Err(_)) => return Err(Rejection::invalid(format!("Invalid {max_key}."))),
         };
-        let resume = match query.get(token_key) {
-            Some(token) => match decode_token(token) {
-                Some(after) => Some(after),
+        let versions = api == Api::Json && flag(query, "versions")?;
+        let (resume, after_generation) = match query.get(token_key) {
+            Some(token) => match decode_token(token, versions) {
+                Some((after, generation)) => (Some(after), generation),
                 None => return Err(Rejection::invalid(format!("Invalid {token_key}."))),
             },
-            None => None,
+            None => (None, i64::MAX),
         };
         // A page token resumes after a name; JSON `startOffset` starts at a name
         // (inclusive), XML `start-after` after one.
@@ -117,17 +124,8 @@ impl ListQuery {
                 .flatten()
                 .filter(|v: &&str| !v.is_empty())
         };
-        // The Python client sends `True`: booleans are read without case.
-        let include_trailing_delimiter = match json("includeTrailingDelimiter") {
-            None => false,
-            Some(v) if v.eq_ignore_ascii_case("false") => false,
-            Some(v) if v.eq_ignore_ascii_case("true") => true,
-            Some(other) => {
-                return Err(Rejection::invalid(format!(
-                    "Invalid includeTrailingDelimiter {other:?}: true or false"
-                )));
-            }
-        };
+        let include_trailing_delimiter =
+            api == Api::Json && flag(query, "includeTrailingDelimiter")?;
         Ok(ListQuery {
             prefix: query.get("prefix").unwrap_or("").to_string(),
             delimiter: query.get("delimiter").map(str::to_string),
@@ -137,13 +135,35 @@ impl ListQuery {
             before: json("endOffset").map(str::to_string),
             glob: json("matchGlob").map(NameGlob::parse).transpose()?,
             include_trailing_delimiter,
+            versions,
+            after_generation,
         })
     }
 }
 
-fn decode_token(token: &str) -> Option<String> {
+/// A JSON boolean parameter (absent or empty: false); 400 naming it otherwise.
+/// The Python client sends `True`: booleans are read without case.
+fn flag(query: &Query, key: &str) -> Result<bool, Rejection> {
+    match query.get(key).filter(|v| !v.is_empty()) {
+        None => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+        Some(other) => Err(Rejection::invalid(format!(
+            "Invalid {key} {other:?}: true or false"
+        ))),
+    }
+}
+
+/// The name (and, in a listing of versions, the generation) a page token resumes
+/// after.
+fn decode_token(token: &str, versions: bool) -> Option<(String, i64)> {
     let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
-    String::from_utf8(bytes).ok()
+    let text = String::from_utf8(bytes).ok()?;
+    if !versions {
+        return Some((text, i64::MAX));
+    }
+    let (generation, name) = text.split_once(':')?;
+    Some((name.to_string(), generation.parse().ok()?))
 }
 
 /// One page of a listing.
@@ -155,15 +175,21 @@ pub struct ListPage {
     pub prefixes: Vec<String>,
     /// Where the next page resumes (exclusive), when there is one.
     pub resume_after: Option<String>,
+    /// In a listing of versions, the generation of `resume_after`'s name the next
+    /// page resumes after.
+    pub resume_generation: Option<i64>,
 }
 
 impl ListPage {
     /// The page as `api` answers `query` on `bucket` (object links under `base`).
     pub fn reply(&self, api: Api, base: &str, bucket: &str, query: &ListQuery) -> Reply {
-        let token = self
-            .resume_after
-            .as_ref()
-            .map(|after| URL_SAFE_NO_PAD.encode(after.as_bytes()));
+        let token = self.resume_after.as_ref().map(|after| {
+            let text = match self.resume_generation {
+                Some(generation) => format!("{generation}:{after}"),
+                None => after.clone(),
+            };
+            URL_SAFE_NO_PAD.encode(text.as_bytes())
+        });
         match api {
             Api::Json => Reply::json(200, &self.json(base, bucket, token)),
             Api::Xml => Reply::xml(200, self.xml(bucket, query, token)),
