@@ -53,6 +53,53 @@ impl std::fmt::Debug for DiskLock {
     }
 }
 
+/// What [`Disk::prepare`] does to a spool's directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirPlan {
+    /// The spool's directory, synced once its subdirectories exist.
+    pub dir: PathBuf,
+    /// Directories to create (with any missing parents), in order.
+    pub create: Vec<PathBuf>,
+    /// The lock to take.
+    pub lock: PathBuf,
+    /// Directories to list, in order, once the lock is held.
+    pub list: Vec<PathBuf>,
+}
+
+/// What [`Disk::prepare`] leaves: the lock, held, and one listing per directory of
+/// [`DirPlan::list`], in its order.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The spool's lock.
+    pub lock: DiskLock,
+    /// The names in each listed directory.
+    pub listings: Vec<Names>,
+}
+
+/// The step of [`Disk::prepare`] that failed.
+#[derive(Debug)]
+pub struct PrepareError {
+    /// What was being done (`create directory`, `sync directory`, `lock`, `list`).
+    pub op: &'static str,
+    /// The directory or lock file concerned.
+    pub path: PathBuf,
+    /// The underlying error.
+    pub source: io::Error,
+}
+
+/// The future [`Disk::prepare`] returns.
+pub type PrepareFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<Prepared, PrepareError>> + Send + 'a>>;
+
+/// Names the step of [`Disk::prepare`] an error came from.
+fn failed<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> PrepareError + 'p {
+    move |source| PrepareError {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// The file-system operations the spool performs.
 pub trait Disk: Send + Sync + 'static {
     /// Creates `dir` and any missing parents, and makes each directory it creates
@@ -115,6 +162,26 @@ pub trait Disk: Send + Sync + 'static {
     /// [`io::ErrorKind::WouldBlock`] when another holder has it; the error message then
     /// says who, when it can tell.
     fn lock<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, DiskLock>;
+
+    /// A spool directory made ready to open, as one call (for a real disk, one
+    /// hand-off to a blocking thread instead of one per step): creates each of
+    /// `plan.create` as [`Disk::create_dir_all`] does, syncs `plan.dir`, takes the
+    /// lock `plan.lock` as [`Disk::lock`] does, then lists each of `plan.list`, in
+    /// that order. Stops at the first step that fails and names it.
+    fn prepare<'a>(&'a self, plan: &'a DirPlan) -> PrepareFuture<'a> {
+        Box::pin(async move {
+            for dir in &plan.create {
+                (self.create_dir_all(dir).await).map_err(failed("create directory", dir))?;
+            }
+            (self.sync_dir(&plan.dir).await).map_err(failed("sync directory", &plan.dir))?;
+            let lock = (self.lock(&plan.lock).await).map_err(failed("lock", &plan.lock))?;
+            let mut listings = Vec::with_capacity(plan.list.len());
+            for dir in &plan.list {
+                listings.push(self.list(dir).await.map_err(failed("list", dir))?);
+            }
+            Ok(Prepared { lock, listings })
+        })
+    }
 
     /// Appends `data` to the file `path`, creating it when it is missing. Makes nothing
     /// durable ([`Disk::sync_file`] does). On error some of `data` may have been
@@ -252,6 +319,16 @@ impl Disk for StdDisk {
         Box::pin(blocking(move || lock_file(&path).map(DiskLock::new)))
     }
 
+    /// Every step on one blocking thread: open's fixed cost was about one hand-off
+    /// per step (docs/benchmarks-log.md, issue 42).
+    fn prepare<'a>(&'a self, plan: &'a DirPlan) -> PrepareFuture<'a> {
+        let owned = plan.clone();
+        Box::pin(async move {
+            let prepared = blocking(move || Ok(prepare_now(&owned))).await;
+            prepared.map_err(failed("prepare", &plan.dir))?
+        })
+    }
+
     fn append<'a>(&'a self, path: &'a Path, data: Bytes) -> DiskFuture<'a, ()> {
         let path = path.to_path_buf();
         Box::pin(blocking(move || {
@@ -296,6 +373,23 @@ impl Disk for StdDisk {
             Ok(data)
         }))
     }
+}
+
+/// [`Disk::prepare`] on the real file system, on the calling thread.
+fn prepare_now(plan: &DirPlan) -> Result<Prepared, PrepareError> {
+    for dir in &plan.create {
+        create_dir_all_durably(dir).map_err(failed("create directory", dir))?;
+    }
+    (File::open(&plan.dir).and_then(|d| d.sync_all()))
+        .map_err(failed("sync directory", &plan.dir))?;
+    let lock = lock_file(&plan.lock).map_err(failed("lock", &plan.lock))?;
+    let listings = (plan.list.iter())
+        .map(|dir| Names::of_dir(dir).map_err(failed("list", dir)))
+        .collect::<Result<_, _>>()?;
+    Ok(Prepared {
+        lock: DiskLock::new(lock),
+        listings,
+    })
 }
 
 /// Creates `dir` and any missing parents, each made durable in its parent (the

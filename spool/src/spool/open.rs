@@ -26,7 +26,7 @@ use super::layout::{
 };
 use super::{Inner, Meta, Spool, SpoolConfig, SpoolDir, State};
 use crate::clock::Clock;
-use crate::disk::{Disk, DiskLock, Names};
+use crate::disk::{DirPlan, Disk, DiskLock, Names, Prepared};
 use crate::error::OpenError;
 use crate::metrics::Metrics;
 
@@ -103,9 +103,8 @@ impl Spool {
     ) -> Result<(Spool, OpenReport), OpenError> {
         config.validate()?;
         let dirs = Dirs::of(dir);
-        create_dirs(&*disk, dir, &dirs).await?;
-        let lock = take_lock(&*disk, dir).await?;
-        let scan = scan(&disk, &dirs, &metrics).await?;
+        let (lock, listings) = prepare(&*disk, dir, &dirs).await?;
+        let scan = index(&disk, &dirs, listings, &metrics).await?;
         let mut state = State {
             next_seq: scan.next_seq(),
             index: scan.index,
@@ -150,30 +149,73 @@ impl Spool {
 }
 
 /// Creates the three directories (the disk makes every directory it creates
-/// durable), then syncs `dir` so that they are durable in it even if it existed.
-async fn create_dirs(disk: &dyn Disk, dir: &Path, dirs: &Dirs) -> Result<(), OpenError> {
-    for sub in [&dirs.entries, &dirs.quarantine, &dirs.dead_letter] {
-        disk.create_dir_all(sub)
-            .await
-            .map_err(io_err("create directory", sub))?;
-    }
-    disk.sync_dir(dir)
-        .await
-        .map_err(io_err("sync directory", dir))
-}
-
-async fn take_lock(disk: &dyn Disk, dir: &Path) -> Result<DiskLock, OpenError> {
-    let lock_path = dir.join(LOCK_FILE);
-    disk.lock(&lock_path).await.map_err(|e| {
-        if e.kind() == io::ErrorKind::WouldBlock {
+/// durable), syncs `dir` so that they are durable in it even if it existed, takes
+/// the lock and lists the directories: one call to the disk.
+async fn prepare(
+    disk: &dyn Disk,
+    dir: &Path,
+    dirs: &Dirs,
+) -> Result<(DiskLock, Listings), OpenError> {
+    let plan = DirPlan {
+        dir: dir.to_path_buf(),
+        create: vec![
+            dirs.entries.clone(),
+            dirs.quarantine.clone(),
+            dirs.dead_letter.clone(),
+        ],
+        lock: dir.join(LOCK_FILE),
+        list: vec![
+            dirs.quarantine.clone(),
+            dirs.dead_letter.clone(),
+            dirs.entries.clone(),
+        ],
+    };
+    let Prepared { lock, listings } = disk.prepare(&plan).await.map_err(|e| {
+        if e.op == "lock" && e.source.kind() == io::ErrorKind::WouldBlock {
             OpenError::Locked {
                 dir: dir.to_path_buf(),
-                message: e.to_string(),
+                message: e.source.to_string(),
             }
         } else {
-            io_err("lock", &lock_path)(e)
+            io_err(e.op, &e.path)(e.source)
         }
-    })
+    })?;
+    let [quarantine, dead_letter, entries] = <[Names; 3]>::try_from(listings).map_err(|l| {
+        io_err("list", dir)(io::Error::other(format!(
+            "{} listings for 3 directories",
+            l.len()
+        )))
+    })?;
+    Ok((
+        lock,
+        Listings {
+            quarantine,
+            dead_letter,
+            entries,
+        },
+    ))
+}
+
+/// The names in the spool's three directories.
+pub(super) struct Listings {
+    quarantine: Names,
+    dead_letter: Names,
+    entries: Names,
+}
+
+impl Listings {
+    /// Lists the three directories (a reopen in place, after the lock is held).
+    pub(super) async fn of(disk: &dyn Disk, dirs: &Dirs) -> Result<Listings, OpenError> {
+        let list = |dir: &Path| {
+            let dir = dir.to_path_buf();
+            async move { disk.list(&dir).await.map_err(io_err("list", &dir)) }
+        };
+        Ok(Listings {
+            quarantine: list(&dirs.quarantine).await?,
+            dead_letter: list(&dirs.dead_letter).await?,
+            entries: list(&dirs.entries).await?,
+        })
+    }
 }
 
 /// The names in `entries/`, by what they are.
@@ -211,27 +253,17 @@ fn sort_entry_names(names: &Names) -> EntryNames {
     sorted
 }
 
-/// Lists the directories, deletes temp files, indexes the entries and quarantines
-/// what is not an entry.
-pub(super) async fn scan(
+/// From the directories' listings: deletes temp files, indexes the entries and
+/// quarantines what is not an entry.
+pub(super) async fn index(
     disk: &Arc<dyn Disk>,
     dirs: &Dirs,
+    listings: Listings,
     metrics: &Metrics,
 ) -> Result<Scan, OpenError> {
-    let mut quarantine = disk
-        .list(&dirs.quarantine)
-        .await
-        .map_err(io_err("list", &dirs.quarantine))?
-        .to_vec();
-    let dead_letter = disk
-        .list(&dirs.dead_letter)
-        .await
-        .map_err(io_err("list", &dirs.dead_letter))?
-        .to_vec();
-    let entries = disk
-        .list(&dirs.entries)
-        .await
-        .map_err(io_err("list", &dirs.entries))?;
+    let mut quarantine = listings.quarantine.to_vec();
+    let dead_letter = listings.dead_letter.to_vec();
+    let entries = listings.entries;
     let names = sort_entry_names(&entries);
     let mut report = OpenReport::default();
     for name in &names.temps {

@@ -12,7 +12,7 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use super::layout::{ERROR_SUFFIX, REASON_SUFFIX};
-use super::open::{Dirs, scan};
+use super::open::{Dirs, Listings, index};
 use super::{Inner, Spool};
 use crate::spool::layout;
 
@@ -47,7 +47,8 @@ impl Spool {
             quarantine: inner.quarantine.path.clone(),
             dead_letter: inner.dead_letter.path.clone(),
         };
-        let found = scan(&inner.disk, &dirs, &inner.metrics)
+        let listings = (Listings::of(&*inner.disk, &dirs).await).map_err(|e| e.to_string())?;
+        let found = index(&inner.disk, &dirs, listings, &inner.metrics)
             .await
             .map_err(|e| e.to_string())?;
         for dir in [&inner.entries, &inner.quarantine, &inner.dead_letter] {

@@ -5,7 +5,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::disk::{Contents, Disk};
+use crate::disk::{Contents, DirPlan, Disk};
 
 /// Runs every check in a fresh, empty directory `root` that `disk` can write to.
 pub async fn run_all(disk: &dyn Disk, root: &Path) {
@@ -19,6 +19,7 @@ pub async fn run_all(disk: &dyn Disk, root: &Path) {
     both_pieces_of_the_contents_are_written_in_order(disk, &root.join("pieces")).await;
     a_file_grows_by_appends_and_is_patched_in_place(disk, &root.join("stream")).await;
     ranges_read_what_lies_there_and_stop_at_the_end(disk, &root.join("ranges")).await;
+    prepare_creates_locks_and_lists_in_one_call(disk, &root.join("prepare")).await;
 }
 
 /// A file written as its bytes arrive: `append` creates it and adds to its end,
@@ -288,4 +289,56 @@ pub async fn read_all_answers_per_path_in_order(disk: &dyn Disk, dir: &Path) {
             ),
         }
     }
+}
+
+/// `prepare` creates the directories asked for, takes the lock (a second `prepare`
+/// of the same plan is refused at its `lock` step with `WouldBlock`, naming the lock
+/// file) and answers one listing per directory, in the plan's order.
+pub async fn prepare_creates_locks_and_lists_in_one_call(disk: &dyn Disk, dir: &Path) {
+    let (one, two) = (dir.join("one"), dir.join("nested/two"));
+    let plan = DirPlan {
+        dir: dir.to_path_buf(),
+        create: vec![one.clone(), two.clone()],
+        lock: dir.join("LOCK"),
+        list: vec![two.clone(), one.clone()],
+    };
+    let first = disk
+        .prepare(&plan)
+        .await
+        .expect("prepare of a new directory");
+    assert_eq!(first.listings.len(), 2, "one listing per directory");
+    assert!(first.listings.iter().all(|names| names.is_empty()));
+    disk.create_synced(&one.join("a"), Contents::from(&b"alpha"[..]))
+        .await
+        .unwrap();
+    disk.sync_dir(&one).await.unwrap();
+    let err = disk
+        .prepare(&plan)
+        .await
+        .expect_err("a second lock was granted");
+    assert_eq!(
+        (err.op, &*err.path),
+        ("lock", &*plan.lock),
+        "{}",
+        err.source
+    );
+    assert_eq!(
+        err.source.kind(),
+        io::ErrorKind::WouldBlock,
+        "{}",
+        err.source
+    );
+    drop(first);
+    let again = disk
+        .prepare(&plan)
+        .await
+        .expect("prepare after the lock's release");
+    let listed: Vec<Vec<String>> = (again.listings.iter())
+        .map(|names| names.to_vec())
+        .collect();
+    assert_eq!(
+        listed,
+        [vec![], vec!["a".to_string()]],
+        "listings in the plan's order"
+    );
 }
