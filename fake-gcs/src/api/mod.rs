@@ -9,7 +9,7 @@
 //! | `mod.rs` | the requests that move object bytes ([`Route`]): uploads, resumable sessions (and the testbench instructions that count their bytes), reads, lists, deletes, compose |
 //! | `buckets.rs` | bucket insert, get, list, patch, update, delete, retention lock, IAM, notifications |
 //! | `acl.rs` | bucket, default object and object access control lists |
-//! | `objects.rs` | object patch, update, copy and rewrite |
+//! | `objects.rs` | object patch, update, copy, rewrite and move |
 //! | `projects.rs` | HMAC keys and the service account |
 
 mod acl;
@@ -268,6 +268,11 @@ impl Ctx<'_> {
                 self.object_change(bucket, name, *verb, data)
             }
             MetaRoute::Copy { .. } => self.copy(route, data),
+            MetaRoute::Move {
+                bucket,
+                source,
+                name,
+            } => self.move_object(bucket, source, name),
             MetaRoute::HmacKeys {
                 project,
                 access_id,

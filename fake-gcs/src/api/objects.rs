@@ -1,9 +1,11 @@
 //! Objects' metadata through the JSON API: patch and update (a new
 //! metageneration of the live generation), copy and rewrite (a new generation of
 //! the destination, with the source's bytes and metadata, or the metadata the
-//! request gives). Preconditions: `ifGenerationMatch`, `ifGenerationNotMatch`,
+//! request gives), move (a rename within the bucket, in one step under the lock:
+//! the destination a new generation with the source's bytes and metadata, the
+//! source deleted). Preconditions: `ifGenerationMatch`, `ifGenerationNotMatch`,
 //! `ifMetagenerationMatch`, `ifMetagenerationNotMatch` on the object (the
-//! destination), the `ifSource...` ones on a copy's source.
+//! destination), the `ifSource...` ones on a copy's or move's source.
 
 use serde_json::{Map, Value, json};
 
@@ -173,6 +175,50 @@ impl Ctx<'_> {
             committed: true,
             object: Some(record.name),
             ..Reply::json(200, &answer).into()
+        })
+    }
+
+    /// `moveTo`: `source` becomes `name` in `bucket`, atomically, if the
+    /// preconditions hold and no hold or retention protects the source or the
+    /// object it replaces. The destination is a new generation (metageneration
+    /// 1, created and updated now) with the source's bytes and metadata; the
+    /// source is deleted as a delete without a generation deletes it (under
+    /// versioning it stays noncurrent). Answers the destination's resource.
+    pub(super) fn move_object(
+        &mut self,
+        bucket: &str,
+        source: &str,
+        name: &str,
+    ) -> Result<Served, Rejection> {
+        if source == name {
+            return Err(Rejection::invalid(format!(
+                "The source and destination object names must be different: {name:?}."
+            )));
+        }
+        let destination = Conditions::parse(self.query, "if")?;
+        let source_conditions = Conditions::parse(self.query, "ifSource")?;
+        let now_ms = self.now_ms;
+        let src = self.stored_version(bucket, source, None)?.clone();
+        let b = &self.state.buckets[bucket];
+        let current = b.objects.get(name).map(StoredObject::live);
+        if !source_conditions.hold(Some(src.live())) || !destination.hold(current) {
+            self.state.stats.precondition_failures += 1;
+            return Err(Rejection::PreconditionFailed);
+        }
+        b.protect(bucket, source, now_ms)?;
+        b.protect(bucket, name, now_ms)?;
+        let mut edit = src.edit();
+        edit.changes.meta.metageneration = 1;
+        edit.changes.meta.updated_unix_ms = now_ms;
+        // The bucket gives the new object its own (a hold, a retention expiration).
+        edit.changes.meta.extra.remove("retentionExpirationTime");
+        let record = self.place_copy(bucket, name, &src, edit);
+        self.existing(bucket)?.delete_live(source, now_ms);
+        let resource = self.written_resource(bucket, &record);
+        Ok(Served {
+            committed: true,
+            object: Some(record.name),
+            ..Reply::json(200, &resource).into()
         })
     }
 

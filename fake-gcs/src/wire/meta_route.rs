@@ -1,7 +1,7 @@
 //! The JSON API's requests about resources other than object bytes: buckets
 //! (insert, patch, update, delete, retention lock, IAM), access control lists,
-//! notification configurations, object metadata (patch, update), copies and
-//! rewrites, HMAC keys and the project's service account. [`MetaRoute::parse`]
+//! notification configurations, object metadata (patch, update), copies,
+//! rewrites and moves, HMAC keys and the project's service account. [`MetaRoute::parse`]
 //! names the request; [`crate::wire::Route`] keeps the requests that move object
 //! bytes, and answers 404 for these (a server that serves them, such as the fake,
 //! parses with [`MetaRoute`] first).
@@ -17,6 +17,7 @@
 //! | `/b/{b}/o/{o}` | `PATCH`, `PUT` |
 //! | `/b/{b}/o/{o}/acl[/{entity}]` | as the bucket's |
 //! | `/b/{b}/o/{o}/copyTo/b/{b}/o/{o}`, `.../rewriteTo/b/{b}/o/{o}` | `POST` |
+//! | `/b/{b}/o/{o}/moveTo/o/{o}` | `POST` |
 //! | `/projects/{p}/hmacKeys[/{accessId}]` | `GET`, `POST`; `GET`, `PUT`, `DELETE` |
 //! | `/projects/{p}/serviceAccount` | `GET` |
 
@@ -127,6 +128,16 @@ pub enum MetaRoute {
         /// The destination object.
         name: String,
     },
+    /// `POST /storage/v1/b/{bucket}/o/{source}/moveTo/o/{name}`: a rename within
+    /// the bucket.
+    Move {
+        /// The bucket.
+        bucket: String,
+        /// The object moved.
+        source: String,
+        /// Its new name.
+        name: String,
+    },
     /// A project's HMAC keys or one of them.
     HmacKeys {
         /// The project.
@@ -193,6 +204,7 @@ impl MetaRoute {
             },
             MetaRoute::Copy { rewrite: false, .. } => Op::ObjectsCopy,
             MetaRoute::Copy { rewrite: true, .. } => Op::ObjectsRewrite,
+            MetaRoute::Move { .. } => Op::ObjectsMove,
             MetaRoute::HmacKeys { verb, .. } => match verb {
                 Verb::List => Op::HmacKeyList,
                 Verb::Insert => Op::HmacKeyCreate,
@@ -214,17 +226,20 @@ impl MetaRoute {
             | MetaRoute::Acl { bucket, .. }
             | MetaRoute::Notifications { bucket, .. }
             | MetaRoute::Object { bucket, .. }
-            | MetaRoute::Copy { bucket, .. } => Some(bucket),
+            | MetaRoute::Copy { bucket, .. }
+            | MetaRoute::Move { bucket, .. } => Some(bucket),
             MetaRoute::BucketInsert
             | MetaRoute::HmacKeys { .. }
             | MetaRoute::ServiceAccount { .. } => None,
         }
     }
 
-    /// The object named in the path, if any (a copy's destination).
+    /// The object named in the path, if any (a copy's or move's destination).
     pub fn object(&self) -> Option<&str> {
         match self {
-            MetaRoute::Object { name, .. } | MetaRoute::Copy { name, .. } => Some(name),
+            MetaRoute::Object { name, .. }
+            | MetaRoute::Copy { name, .. }
+            | MetaRoute::Move { name, .. } => Some(name),
             MetaRoute::Acl { object, .. } => object.as_deref(),
             _ => None,
         }
@@ -405,7 +420,7 @@ impl Parser<'_> {
         })
     }
 
-    /// `/storage/v1/b/{bucket}/o/{rest}`: copies, rewrites, object ACLs, and
+    /// `/storage/v1/b/{bucket}/o/{rest}`: copies, rewrites, moves, object ACLs, and
     /// `PATCH`/`PUT` of the object. Names arrive percent-encoded, so a literal `/`
     /// separates the object from what follows it.
     fn object(&self, bucket: &str, rest: &str) -> Parsed {
@@ -413,6 +428,9 @@ impl Parser<'_> {
             if let Some((source, destination)) = rest.split_once(marker) {
                 return Some(self.copy(rewrite, bucket, source, destination));
             }
+        }
+        if let Some((source, name)) = rest.split_once("/moveTo/o/") {
+            return Some(self.moved(bucket, source, name));
         }
         let decoded = |s| self.decode(s);
         let acl = match rest.strip_suffix("/acl") {
@@ -459,6 +477,18 @@ impl Parser<'_> {
             source_bucket: self.decode(source_bucket)?,
             source: self.decode(source)?,
             bucket: self.decode(bucket)?,
+            name: self.decode(name)?,
+        })
+    }
+
+    /// `{source}/moveTo/o/{name}`, `POST` only.
+    fn moved(&self, bucket: &str, source: &str, name: &str) -> Result<MetaRoute, Route> {
+        if self.method != Method::POST {
+            return Err(self.not_found());
+        }
+        Ok(MetaRoute::Move {
+            bucket: self.decode(bucket)?,
+            source: self.decode(source)?,
             name: self.decode(name)?,
         })
     }
@@ -565,6 +595,16 @@ mod tests {
         assert_eq!(parse(Method::DELETE, "/storage/v1/b/bkt/o/x"), None);
         assert_eq!(parse(Method::POST, "/storage/v1/b/bkt/o/x/compose"), None);
         assert!(not_found(Method::GET, "/storage/v1/b/s/o/x/copyTo/b/d/o/y"));
+        let moved = route(Method::POST, "/storage/v1/b/bkt/o/a%2Fb/moveTo/o/c%2Fd");
+        assert_eq!(moved.operation(), Operation::ObjectsMove);
+        let expected = MetaRoute::Move {
+            bucket: "bkt".into(),
+            source: "a/b".into(),
+            name: "c/d".into(),
+        };
+        assert_eq!(moved, expected);
+        assert_eq!((moved.bucket(), moved.object()), (Some("bkt"), Some("c/d")));
+        assert!(not_found(Method::GET, "/storage/v1/b/bkt/o/x/moveTo/o/y"));
     }
 
     #[test]

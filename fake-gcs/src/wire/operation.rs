@@ -110,6 +110,8 @@ operations! {
     ObjectsCopy => "storage.objects.copy", true;
     /// `storage.objects.rewrite`: `POST .../o/{object}/rewriteTo/b/{bucket}/o/{object}`.
     ObjectsRewrite => "storage.objects.rewrite", true;
+    /// `storage.objects.move`: `POST .../o/{object}/moveTo/o/{object}`.
+    ObjectsMove => "storage.objects.move", true;
     /// `storage.object_acl.list`: `GET .../o/{object}/acl`.
     ObjectAclList => "storage.object_acl.list", false;
     /// `storage.object_acl.get`: `GET .../o/{object}/acl/{entity}`.
