@@ -365,6 +365,74 @@ def computed_fields(ctx):
         bucket.delete()
 
 
+def versions(ctx):
+    """Object versioning: in a bucket with versioning on, a replaced object stays
+    as a noncurrent version, read by its generation (its bytes, a time_deleted);
+    list_blobs(versions=True) lists every generation, in name then generation
+    order, across pages; a copy from an old generation has its bytes; deleting
+    one generation deletes that version alone; the bucket cannot be deleted while
+    versions are left, and delete(force=True) (which lists with versions and
+    deletes each) empties and deletes it."""
+    bucket = ctx.client.bucket(fresh_bucket(ctx, "versions"))
+    bucket.versioning_enabled = True
+    bucket.create()
+    blob = bucket.blob("v")
+    written = []
+    for data in (b"one", b"two", b"three"):
+        blob.upload_from_string(data)
+        written.append(blob.generation)
+    bucket.blob("w").upload_from_string(b"other")
+    old = bucket.get_blob("v", generation=written[0])
+    expect(old is not None and old.generation == written[0], f"generation {written[0]}: {old}")
+    expect(old.time_deleted is not None, "a noncurrent version has time_deleted")
+    expect(old.download_as_bytes() == b"one", "the first version's bytes")
+    again = bucket.blob("v", generation=written[1])
+    again.reload()
+    expect(again.download_as_bytes() == b"two", "reload(generation) then download")
+    live = bucket.get_blob("v")
+    expect(live.generation == written[2] and live.time_deleted is None, f"live {live.generation}")
+    listed = [(b.name, b.generation) for b in bucket.list_blobs(versions=True, page_size=1)]
+    wanted = [("v", g) for g in written] + [("w", listed[-1][1])]
+    expect(listed == wanted, f"list_blobs(versions=True): {listed}")
+    only_live = [b.name for b in bucket.list_blobs()]
+    expect(only_live == ["v", "w"], f"list_blobs(): {only_live}")
+    copied = bucket.copy_blob(old, bucket, "copied", source_generation=written[0])
+    expect(copied.download_as_bytes() == b"one", "a copy of the first version")
+    bucket.delete_blob("v", generation=written[1])
+    left = [b.generation for b in bucket.list_blobs(versions=True, prefix="v")]
+    expect(left == [written[0], written[2]], f"after deleting {written[1]}: {left}")
+    for blob in bucket.list_blobs():
+        blob.delete()
+    try:
+        bucket.delete()
+    except exceptions.Conflict:
+        pass
+    else:
+        raise AssertionError("a bucket with noncurrent versions was deleted")
+    bucket.delete(force=True)
+    expect(not ctx.client.lookup_bucket(bucket.name), "delete(force=True) deleted it")
+
+
+def move(ctx):
+    """move_blob renames an object in one request (moveTo): the new name has the
+    bytes and content type, a new generation; the old name is gone; a source
+    precondition that does not hold is PreconditionFailed and moves nothing."""
+    source = ctx.bucket.blob(ctx.name("move/source"))
+    source.upload_from_string(b"moving", content_type="text/plain")
+    try:
+        ctx.bucket.move_blob(source, ctx.name("move/x"), if_source_generation_match=source.generation + 1)
+    except exceptions.PreconditionFailed:
+        pass
+    else:
+        raise AssertionError("a move whose source precondition failed was done")
+    moved = ctx.bucket.move_blob(source, ctx.name("move/target"), if_source_generation_match=source.generation)
+    expect(moved.name == ctx.name("move/target"), f"moved to {moved.name}")
+    expect(moved.generation != source.generation, "the destination is a new generation")
+    expect(moved.download_as_bytes() == b"moving", "the moved bytes")
+    expect(moved.content_type == "text/plain", f"contentType {moved.content_type}")
+    expect(not source.exists(), "the source is gone")
+
+
 CHECKS = {
     "simple_upload": simple_upload,
     "multipart_upload": multipart_upload,
@@ -378,6 +446,8 @@ CHECKS = {
     "compose": compose,
     "holds": holds,
     "computed_fields": computed_fields,
+    "versions": versions,
+    "move": move,
 }
 
 # The checks `--suite uploads` runs, without their read-backs.
