@@ -14,14 +14,15 @@
 //!   `multipart` (chunked bodies accepted) and `resumable` (then `PUT`s with
 //!   `Content-Range`)); `GET /storage/v1/b/{b}/o/{o}` (metadata, `alt=media` for
 //!   bytes, also under `/download/...`); `GET /storage/v1/b/{b}/o` (list: `prefix`,
-//!   `delimiter`, `maxResults`, `pageToken`); `GET /storage/v1/b[/{b}]`; `DELETE`;
+//!   `delimiter`, `maxResults`, `pageToken`, `versions`); `GET /storage/v1/b[/{b}]`;
+//!   `DELETE`;
 //!   `POST /storage/v1/b/{b}/o/{o}/compose` (composite objects, with Cloud
 //!   Storage's non-MD5 ETags and `componentCount`).
 //! - The JSON API's metadata calls, kept in memory ([`wire::MetaRoute`]): bucket
 //!   insert, patch, update and delete (with a metageneration and its
 //!   preconditions), the retention lock, IAM policies and permissions, bucket,
 //!   default object and object ACLs, notification configurations, object patch,
-//!   update, copy and rewrite, HMAC keys and the service account. Any other
+//!   update, copy, rewrite and move, HMAC keys and the service account. Any other
 //!   path under `/storage/v1` is a JSON 404 naming the request.
 //! - XML API: `PUT`/`GET`/`HEAD`/`DELETE /{b}/{o}` (percent-decoded names; `ETag` =
 //!   quoted hex MD5; `x-goog-generation`, `x-goog-hash`, `Last-Modified`; `Range`,
@@ -30,6 +31,9 @@
 //! - Object attributes ([`wire::ObjectAttributes`]: content encoding, cache
 //!   control, content disposition, content language, custom metadata) from every
 //!   upload kind, shown in the JSON resource and as `GET`/`HEAD` headers.
+//! - Object versioning: under a bucket's `versioning.enabled`, replaced and
+//!   deleted objects stay as noncurrent versions, read, copied, composed, listed
+//!   and deleted by generation.
 //! - Preconditions on every write (`ifGenerationMatch`, `ifGenerationNotMatch`,
 //!   `x-goog-if-generation-match`): 412 with Cloud Storage's JSON or XML error body.
 //! - Declared digests (`x-goog-hash`, multipart metadata `crc32c`/`md5Hash`,
@@ -71,7 +75,7 @@
 //! | `target.rs` | what a request asks for: the fake's control API, the testbench's, or Cloud Storage's |
 //! | `handler.rs` | one request: its fault decided and applied, its body read, its fate recorded |
 //! | `api/` | the JSON and XML APIs against the state, under the lock (`mod.rs`: object bytes; `buckets.rs`, `acl.rs`, `objects.rs`, `projects.rs`: metadata calls) |
-//! | `bucket.rs` | what a bucket holds, listing in name order |
+//! | `bucket.rs` | what a bucket holds (live objects, noncurrent versions), listing in name order |
 //! | `metadata/` | bucket metadata (fields, metageneration, IAM, notifications), ACLs, object edits, HMAC keys |
 //! | `faults/` | [`FaultPlan`]: fault windows and capacity, one seeded RNG |
 //! | `retry_test.rs` | the storage-testbench control API and its [`Instruction`]s |
