@@ -284,6 +284,33 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_of_versions_resumes_after_a_generation_of_a_name() {
+        let page = ListPage {
+            resume_after: Some("a:b".into()),
+            resume_generation: Some(7),
+            ..ListPage::default()
+        };
+        let reply = page.reply(Api::Json, "http://h", "b", &ListQuery::default());
+        let body: Value = serde_json::from_slice(&reply.body).unwrap();
+        let token = body["nextPageToken"].as_str().unwrap();
+        let next = Query::parse(Some(&format!("versions=true&pageToken={token}")));
+        let q = ListQuery::parse(Api::Json, &next, 10).unwrap();
+        assert_eq!(
+            (q.versions, q.after.as_deref(), q.after_generation),
+            (true, Some("a:b"), 7)
+        );
+        // Without versions the same token is a name; a name token is no version token.
+        let plain = Query::parse(Some(&format!("pageToken={token}")));
+        let q = ListQuery::parse(Api::Json, &plain, 10).unwrap();
+        assert_eq!(
+            (q.after.as_deref(), q.after_generation),
+            (Some("7:a:b"), i64::MAX)
+        );
+        let name_only = Query::parse(Some("versions=true&pageToken=YQ"));
+        assert!(ListQuery::parse(Api::Json, &name_only, 10).is_err());
+    }
+
+    #[test]
     fn a_truncated_page_carries_a_token_to_resume_after_its_last_name() {
         let page = ListPage {
             prefixes: vec!["a/".into()],
