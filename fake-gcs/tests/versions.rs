@@ -120,6 +120,25 @@ async fn a_replaced_or_deleted_object_stays_as_a_noncurrent_version() {
         ["2026-10-08T11:00:01.000Z", "2026-10-08T11:00:02.000Z"]
     );
     assert_eq!(list_all(&base, "ver", "").await.0, Vec::<String>::new());
+
+    // A noncurrent version's ACL and metadata change by its generation.
+    let acl = format!("/storage/v1/b/ver/o/o/acl?generation={second}");
+    let listed = expect(&get(&base, &acl).await, StatusCode::OK);
+    assert_eq!(listed["kind"], "storage#objectAccessControls");
+    let patch = format!("/storage/v1/b/ver/o/o?generation={second}");
+    let patched = call(
+        &base,
+        Method::PATCH,
+        &patch,
+        json!({ "metadata": { "k": "v" } }),
+    )
+    .await;
+    let patched = expect(&patched, StatusCode::OK);
+    assert_eq!(
+        (&patched["metadata"]["k"], &patched["metageneration"]),
+        (&json!("v"), &json!("2"))
+    );
+    assert_eq!(patched["timeDeleted"], "2026-10-08T11:00:02.000Z");
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! Access control lists through the JSON API: a bucket's, its default object
 //! ACL, and an object's. Insert, update and patch set an entity's role (adding it
 //! when new, as the storage-testbench does); delete removes it (404 when absent).
-//! A change counts a metageneration of the bucket or the object.
+//! A change counts a metageneration of the bucket or the object. An object's ACL
+//! calls take `generation` (a noncurrent version's ACL, in a versioned bucket).
 
 use serde_json::{Map, Value};
 
@@ -23,6 +24,7 @@ impl Ctx<'_> {
             return Err(Rejection::status(500, "not an ACL request"));
         };
         let body = Self::json_body(data)?;
+        let generation = self.generation_param("generation")?;
         let (base, now_ms) = (self.base.clone(), self.now_ms);
         let b = self.existing(bucket)?;
         let request = Request {
@@ -43,7 +45,7 @@ impl Ctx<'_> {
                     bucket: bucket.clone(),
                     name: name.clone(),
                 };
-                let stored = b.objects.get_mut(name).ok_or_else(no_such_object)?;
+                let stored = b.version_mut(name, generation).ok_or_else(no_such_object)?;
                 let mut edit = stored.edit();
                 let mut acl = edit.changes.acl.clone().unwrap_or(default);
                 let at = owner(AclScope::Object, Some((name.as_str(), stored.generation)));

@@ -46,9 +46,10 @@ impl Ctx<'_> {
         resource
     }
 
-    /// The resource of `record`, just written to `bucket`, with what the bucket
-    /// gave it as it was written (a hold, a retention expiration) while it is the
-    /// live generation.
+    /// The resource of `record`, just written or changed in `bucket`, with what
+    /// the bucket holds for its version: what it was given as it was written (a
+    /// hold, a retention expiration), what metadata calls changed, and a
+    /// noncurrent version's `timeDeleted`.
     pub(super) fn written_resource(&self, bucket: &str, record: &ObjectRecord) -> Value {
         let meta = (self.state.buckets.get(bucket))
             .and_then(|b| b.version(&record.name, Some(record.generation)))
@@ -92,8 +93,8 @@ impl Ctx<'_> {
         }
         edit.changed(now_ms);
         stored.set_edit(edit);
-        let (record, meta) = (stored.record(name), stored.meta().cloned());
-        Ok(Reply::json(200, &self.object_resource(bucket, &record, meta.as_ref())).into())
+        let record = stored.record(name);
+        Ok(Reply::json(200, &self.written_resource(bucket, &record)).into())
     }
 
     /// The object `bucket/name`: its live version, or version `generation`
