@@ -278,6 +278,16 @@ async fn a_noncurrent_version_is_a_source_of_copies_rewrites_and_composes() {
         let read = send(&base, Method::GET, &format!("/ver/{copy}"), &[], "").await;
         assert_eq!(read.text(), "one", "{verb}");
     }
+    let source = [
+        ("x-goog-copy-source", "ver/o"),
+        ("x-goog-copy-source-generation", first.as_str()),
+    ];
+    let xml = send(&base, Method::PUT, "/ver/x", &source, "").await;
+    assert_eq!(xml.status(), StatusCode::OK, "{}", xml.text());
+    assert_eq!(
+        send(&base, Method::GET, "/ver/x", &[], "").await.text(),
+        "one"
+    );
     let missing = "/storage/v1/b/ver/o/o/copyTo/b/ver/o/m?sourceGeneration=7";
     expect(
         &call(&base, Method::POST, missing, Value::Null).await,

@@ -8,7 +8,7 @@
 //! | `POST ?uploadId=U` with `CompleteMultipartUpload` | the object, the listed parts concatenated in their order, as a new generation (a composite: no MD5, an ETag that is not one); `CompleteMultipartUploadResult` and `x-goog-generation` |
 //! | `DELETE ?uploadId=U` | 204, the parts dropped |
 //! | `GET ?uploadId=U` | `ListPartsResult` |
-//! | `PUT /{bucket}/{name}` with `x-goog-copy-source: {bucket}/{source}` | a copy of the source's bytes, content type and attributes, under the destination's preconditions (`x-goog-if-generation-match: 0`: only if absent, else 412) |
+//! | `PUT /{bucket}/{name}` with `x-goog-copy-source: {bucket}/{source}` | a copy of the source's bytes, content type and attributes, under the destination's preconditions (`x-goog-if-generation-match: 0`: only if absent, else 412); `x-goog-copy-source-generation` copies that version, live or noncurrent |
 
 use std::num::NonZeroU32;
 
@@ -210,13 +210,25 @@ impl Ctx<'_> {
                 ))
             })?;
         let preconditions = Preconditions::parse(self.query, self.headers)?;
+        let generation = header(self.headers, "x-goog-copy-source-generation");
+        let generation = generation
+            .map(|g| {
+                g.trim().parse::<i64>().map_err(|_| {
+                    Rejection::invalid(format!(
+                        "x-goog-copy-source-generation {g:?} is not a number"
+                    ))
+                })
+            })
+            .transpose()?;
         self.existing(bucket)?;
         self.existing(&source_bucket)?;
-        let src = self.state.buckets[&source_bucket].objects.get(&source_name);
-        let src = src.cloned().ok_or(Rejection::NoSuchObject {
-            bucket: source_bucket,
-            name: source_name,
-        })?;
+        let src = self.state.buckets[&source_bucket].version(&source_name, generation);
+        let src = src
+            .map(|v| v.object.clone())
+            .ok_or(Rejection::NoSuchObject {
+                bucket: source_bucket,
+                name: source_name,
+            })?;
         let current = self.state.buckets[bucket]
             .objects
             .get(name)
