@@ -560,14 +560,12 @@ impl Bucket {
             if query.glob.as_ref().is_some_and(|glob| !glob.matches(name)) {
                 continue;
             }
-            let common = delimiter.and_then(|d| {
-                name[prefix.len()..]
-                    .find(d)
-                    .map(|i| &name[..prefix.len() + i + d.len()])
-            });
-            if let Some(common) = common
-                && page.prefixes.last().is_some_and(|p| p == common)
-            {
+            let common = delimiter.and_then(|d| common_prefix(name, prefix, d));
+            // A folder object (`a/` beside the prefix `a/`), when asked for, is
+            // listed in each of its versions; the rest folds into the prefix.
+            let folder = query.include_trailing_delimiter && common == Some(name.as_str());
+            let folded = common.is_some_and(|c| page.prefixes.last().is_some_and(|p| p == c));
+            if folded && !folder {
                 continue;
             }
             if count == query.max {
@@ -581,12 +579,18 @@ impl Bucket {
             let listed = (version.object.record(name), version.meta());
             match common {
                 Some(common) => {
-                    // The first name under a prefix is the one that may end at it.
-                    if query.include_trailing_delimiter && common == name {
+                    if folder {
                         page.objects.push(listed);
                     }
-                    page.prefixes.push(common.to_string());
-                    last = Some((format!("{common}{AFTER_PREFIX}"), i64::MAX));
+                    if !folded {
+                        page.prefixes.push(common.to_string());
+                    }
+                    // Past the whole prefix, unless later versions of its folder
+                    // object may follow.
+                    last = Some(match folder && query.versions {
+                        true => (name.clone(), generation),
+                        false => (format!("{common}{AFTER_PREFIX}"), i64::MAX),
+                    });
                 }
                 None => {
                     page.objects.push(listed);
@@ -596,6 +600,13 @@ impl Bucket {
         }
         page
     }
+}
+
+/// The common prefix `name` folds into: `prefix` and the rest of `name` up to and
+/// including its first `delimiter` after `prefix`, if it has one.
+fn common_prefix<'a>(name: &'a str, prefix: &str, delimiter: &str) -> Option<&'a str> {
+    let at = name[prefix.len()..].find(delimiter)?;
+    Some(&name[..prefix.len() + at + delimiter.len()])
 }
 
 #[cfg(test)]
@@ -705,6 +716,39 @@ mod tests {
         );
         let q = crate::wire::Query::parse(Some("includeTrailingDelimiter=yes"));
         assert!(ListQuery::parse(crate::wire::Api::Json, &q, 10).is_err());
+    }
+
+    #[test]
+    fn every_version_of_a_folder_object_is_listed_beside_its_prefix() {
+        let mut b = bucket(&["a/", "a/b"]);
+        b.meta
+            .fields
+            .insert("versioning".into(), serde_json::json!({ "enabled": true }));
+        let (name, replacement) = StoredObject::new(b.objects["a/"].record("a/"), None);
+        let mut replacement = replacement;
+        replacement.generation = 9;
+        b.put(name, replacement, 0);
+        let query = "versions=true&delimiter=/&includeTrailingDelimiter=true";
+        let all = b.list(&parsed(query), None);
+        let generations: Vec<i64> = all.objects.iter().map(|(o, _)| o.generation).collect();
+        assert_eq!(
+            (generations, all.prefixes),
+            (vec![1, 9], vec!["a/".to_string()])
+        );
+        // A page that ends after the first version resumes with the second.
+        let first = b.list(&parsed(&format!("{query}&maxResults=1")), None);
+        assert_eq!(
+            (first.resume_after.as_deref(), first.resume_generation),
+            (Some("a/"), Some(1))
+        );
+        let next = b.list(&parsed(query), Some(("a/", 1)));
+        assert_eq!(
+            next.objects
+                .iter()
+                .map(|(o, _)| o.generation)
+                .collect::<Vec<_>>(),
+            [9]
+        );
     }
 
     fn names(page: &ListPage) -> Vec<&str> {
