@@ -13,6 +13,16 @@
 //! write after 20 ms, about what Cloud Storage takes, behind both: what a service
 //! sees when the store, not the CPU, is the limit. After the run a table gives the
 //! relay's share of the direct rate for each (issue 15 asks for at least 0.7).
+//!
+//! The relay's floor on loopback, `proxy`: a bare forwarding proxy on a third port in
+//! front of the same fake (hyper's server reads each request whole, reqwest, the HTTP
+//! client under `object_store`, sends it on with its headers, and the answer comes
+//! back whole). That is what any relay must do that the direct client does not: take
+//! the request in over one more connection and make it again. No parsing of the
+//! upload, no spool, no `object_store`. The table's last rows give the relay's rate
+//! over the proxy's: what the relay costs beyond the hop.
+//!
+//! Runs on mimalloc, as `spool-relay` does.
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
 use std::net::SocketAddr;
@@ -28,6 +38,11 @@ use criterion::{BenchmarkId, Criterion};
 use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
 use relay::{Relay, RelayConfig};
+
+/// The allocator `spool-relay` runs on, so that the relay measured is the one
+/// shipped (client, proxy and fake run on it too).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use spool::{
     Drainer, DrainerConfig, Remote, Spool, SpoolConfig, SystemClock, Uploader, UploaderConfig,
 };
@@ -67,6 +82,64 @@ async fn start_relay(upstream: SocketAddr, dir: &std::path::Path) -> SocketAddr 
     addr
 }
 
+/// Starts the bare forwarding proxy in front of the fake at `upstream`; returns its
+/// address.
+async fn start_proxy(upstream: SocketAddr) -> SocketAddr {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let http = reqwest::Client::builder().build().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let http = http.clone();
+            let forward =
+                hyper::service::service_fn(move |request| forward(http.clone(), upstream, request));
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), forward),
+            );
+        }
+    });
+    addr
+}
+
+/// Headers a proxy does not pass on: the connection's own, and the framing, which
+/// each side sets for its own body.
+const HOP_BY_HOP: [http::HeaderName; 4] = [
+    http::header::HOST,
+    http::header::CONNECTION,
+    http::header::CONTENT_LENGTH,
+    http::header::TRANSFER_ENCODING,
+];
+
+/// One request to the fake at `upstream` and its answer, each read whole.
+async fn forward(
+    http: reqwest::Client,
+    upstream: SocketAddr,
+    request: http::Request<hyper::body::Incoming>,
+) -> Result<http::Response<http_body_util::Full<Bytes>>, hyper::Error> {
+    use http_body_util::BodyExt;
+    let (parts, body) = request.into_parts();
+    let body = body.collect().await?.to_bytes();
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut sent = http.request(parts.method, format!("http://{upstream}{target}"));
+    for (name, value) in &parts.headers {
+        if !HOP_BY_HOP.contains(name) {
+            sent = sent.header(name, value);
+        }
+    }
+    let answer = sent.body(body).send().await.expect("the fake answers");
+    let mut response = http::Response::builder().status(answer.status());
+    for (name, value) in answer.headers() {
+        if !HOP_BY_HOP.contains(name) {
+            response = response.header(name, value);
+        }
+    }
+    let bytes = answer.bytes().await.expect("the fake's answer arrives");
+    Ok(response.body(http_body_util::Full::new(bytes)).unwrap())
+}
+
 /// Time to write `DRAIN_BATCH` objects named `{prefix}/{first + i}` through `store`
 /// from `writers` concurrent tasks, one create-if-absent put at a time each.
 async fn write_batch(
@@ -103,16 +176,23 @@ fn relay(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let token = run_token();
     let dirs = [0, LATENCY_MS].map(|ms| scratch_root().join(format!("relay-{token}-{ms}")));
-    let [(fake, direct, relay), (slow_fake, slow_direct, slow_relay)] = [0, LATENCY_MS].map(|ms| {
+    let [
+        (fake, direct, relay, proxy),
+        (slow_fake, slow_direct, slow_relay, _),
+    ] = [0, LATENCY_MS].map(|ms| {
         rt.block_on(async {
             let (fake, fake_addr) = start_fake(ms).await;
             let relay_addr = start_relay(fake_addr, &dirs[(ms > 0) as usize]).await;
-            (fake, client(fake_addr), client(relay_addr))
+            let proxy_addr = start_proxy(fake_addr).await;
+            let clients = [fake_addr, relay_addr, proxy_addr].map(client);
+            let [direct, relay, proxy] = clients;
+            (fake, direct, relay, proxy)
         })
     });
     let pairs = [
         ("direct", direct, WRITERS.as_slice()),
         ("relay", relay, WRITERS.as_slice()),
+        ("proxy", proxy, WRITERS.as_slice()),
         ("direct_20ms", slow_direct, &[16][..]),
         ("relay_20ms", slow_relay, &[16][..]),
     ];
@@ -164,6 +244,19 @@ fn summary(since: SystemTime) {
         ["relay", "relay_20ms", "16"],
         Some(["relay", "direct_20ms", "16"]),
     );
+    for writers in WRITERS {
+        let w = writers.to_string();
+        table = table.row(
+            &format!("proxy/direct, {w} writers (the floor: one more hop)"),
+            ["relay", "proxy", &w],
+            Some(["relay", "direct", &w]),
+        );
+        table = table.row(
+            &format!("relay/proxy, {w} writers (the relay beyond the hop)"),
+            ["relay", "relay", &w],
+            Some(["relay", "proxy", &w]),
+        );
+    }
     table.print();
 }
 
