@@ -18,6 +18,11 @@ workflow succeeded and the bucket holds everything it wrote.
 - pyarrow's `GcsFileSystem` (Google's C++ client): `open_output_stream`,
   `pyarrow.dataset.write_dataset` of a table partitioned in three, and
   `pyarrow.fs.copy_files` of the tree.
+- the official Python client: `transfer_manager.upload_many_from_filenames` of the
+  tree (threads) and `upload_from_filename` of the 20 MiB file under another name.
+- the official Node client: `bucket.upload` of every file of the tree and
+  `createWriteStream` of the 20 MiB file under another name
+  (clients/tools/node_tool.js, with clients/node's pinned packages).
 - gsutil (PyPI): `-m cp -r` of the tree, `ls -l` of it, and `-m cp -n -r` again,
   which must skip every file. gsutil speaks only HTTPS to the JSON API: it writes
   to a second fake and a second relay that serve HTTPS (`--tls-cert`, a
@@ -48,7 +53,7 @@ import urllib.request
 
 import google_crc32c
 
-TOOLS = ["rclone", "gcsfs", "pyarrow", "gsutil"]
+TOOLS = ["rclone", "gcsfs", "pyarrow", "python", "node", "gsutil"]
 # Tools that speak only HTTPS.
 HTTPS_ONLY = {"gsutil"}
 COLUMNS = ["direct", "relay", "outage"]
@@ -231,7 +236,56 @@ def gsutil(endpoint, bucket, prefix, local, digests):
     return expected, "-m cp -r, ls -l, cp -n -r skipping every file"
 
 
-RUNNERS = {"rclone": rclone, "gcsfs": gcsfs_pandas, "pyarrow": pyarrow_fs, "gsutil": gsutil}
+def python_client(endpoint, bucket, prefix, local, digests):
+    """The official Python client: transfer_manager over the tree, a 20 MiB file."""
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+    from google.cloud.storage import transfer_manager
+
+    client = storage.Client(
+        project="test", credentials=AnonymousCredentials(), client_options={"api_endpoint": endpoint}
+    )
+    target = client.bucket(bucket)
+    names = sorted(digests)
+    results = transfer_manager.upload_many_from_filenames(
+        target, names, source_directory=local, blob_name_prefix=f"{prefix}tree/",
+        worker_type=transfer_manager.THREAD, max_workers=4, raise_exception=True,
+    )
+    failed = [(n, r) for n, r in zip(names, results) if r is not None]
+    if failed:
+        raise RuntimeError(f"upload_many_from_filenames failed for {failed[:3]}")
+    big = max(names, key=lambda n: int(digests[n].rsplit("/", 1)[1]))
+    target.blob(f"{prefix}file/{big}").upload_from_filename(os.path.join(local, big))
+    expected = {f"{prefix}tree/{rel}": d for rel, d in digests.items()}
+    expected[f"{prefix}file/{big}"] = digests[big]
+    return expected, f"upload_many_from_filenames of the tree, upload_from_filename of {big}"
+
+
+def node_client(endpoint, bucket, prefix, local, digests):
+    """The official Node client: bucket.upload of the tree, createWriteStream."""
+    script = os.path.join(REPO, "clients", "tools", "node_tool.js")
+    env = dict(os.environ, NODE_PATH=os.path.join(REPO, "clients", "node", "node_modules"))
+    out = run(["node", script, endpoint, bucket, prefix, local], env=env)
+    said = json.loads(out.strip().splitlines()[-1])
+    streamed = said["streamed"]
+    expected = {f"{prefix}tree/{rel}": d for rel, d in digests.items()}
+    expected[f"{prefix}stream/{streamed}"] = digests[streamed]
+    if set(said["uploaded"]) != set(expected):
+        raise RuntimeError(f"the client uploaded {sorted(said['uploaded'])[:5]}..., not the tree")
+    return expected, f"bucket.upload of the tree, createWriteStream of {streamed}"
+
+
+RUNNERS = {
+    "rclone": rclone,
+    "gcsfs": gcsfs_pandas,
+    "pyarrow": pyarrow_fs,
+    "python": python_client,
+    "node": node_client,
+    "gsutil": gsutil,
+}
+
+# The repository's root (clients/tools/run.py's grandparent).
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The certificate the HTTPS fake and relay serve, and the tools trust (set in main).
 CA_FILE = None
