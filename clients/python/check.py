@@ -365,6 +365,29 @@ def computed_fields(ctx):
         bucket.delete()
 
 
+KMS_KEY = "projects/p/locations/us/keyRings/r/cryptoKeys/k"
+
+
+def kms_key(ctx):
+    """An object uploaded with a Cloud KMS key (kms_key_name, sent as the
+    kmsKeyName parameter) answers the key's version in kms_key_name, as the
+    service does; so does one written to a bucket whose default key is set."""
+    version = f"{KMS_KEY}/cryptoKeyVersions/1"
+    keyed = ctx.bucket.blob(ctx.name("kms/keyed"), kms_key_name=KMS_KEY)
+    keyed.upload_from_string(b"keyed")
+    keyed.reload()
+    expect(keyed.kms_key_name == version, f"kmsKeyName {keyed.kms_key_name}")
+    bucket = ctx.client.bucket(fresh_bucket(ctx, "kms"))
+    bucket.default_kms_key_name = KMS_KEY
+    bucket.create()
+    plain = bucket.blob("p")
+    plain.upload_from_string(b"plain")
+    plain.reload()
+    expect(plain.kms_key_name == version, f"the default's kmsKeyName {plain.kms_key_name}")
+    plain.delete()
+    bucket.delete()
+
+
 def versions(ctx):
     """Object versioning: in a bucket with versioning on, a replaced object stays
     as a noncurrent version, read by its generation (its bytes, a time_deleted);
@@ -446,6 +469,7 @@ CHECKS = {
     "compose": compose,
     "holds": holds,
     "computed_fields": computed_fields,
+    "kms_key": kms_key,
     "versions": versions,
     "move": move,
 }

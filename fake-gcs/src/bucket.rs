@@ -465,11 +465,24 @@ impl Bucket {
     }
 
     /// The fields Cloud Storage gives an object as it is written to this bucket at
-    /// `created_unix_ms`: `eventBasedHold: true` under `defaultEventBasedHold`, and
-    /// `retentionExpirationTime` (creation plus the retention period) under a
-    /// retention policy.
-    pub(crate) fn new_object_fields(&self, created_unix_ms: u64) -> Map<String, Value> {
-        let mut fields = Map::new();
+    /// `created_unix_ms` with the resource fields `given` (see
+    /// [`crate::wire::KEPT_FIELDS`]): those, `kmsKeyName` from the bucket's
+    /// `encryption.defaultKmsKeyName` when none is given, `eventBasedHold: true`
+    /// under `defaultEventBasedHold`, and `retentionExpirationTime` (creation plus
+    /// the retention period) under a retention policy.
+    pub(crate) fn new_object_fields(
+        &self,
+        created_unix_ms: u64,
+        given: Map<String, Value>,
+    ) -> Map<String, Value> {
+        let mut fields = given;
+        let default_key = (self.meta.fields.get("encryption"))
+            .and_then(|e| e.get("defaultKmsKeyName"))
+            .filter(|k| k.is_string());
+        if let Some(key) = fields.get("kmsKeyName").or(default_key) {
+            let key = key_version(key.as_str().unwrap_or_default());
+            fields.insert("kmsKeyName".into(), Value::String(key));
+        }
         let default_hold = self.meta.fields.get("defaultEventBasedHold");
         if default_hold.and_then(Value::as_bool) == Some(true) {
             fields.insert("eventBasedHold".into(), Value::Bool(true));
@@ -599,6 +612,19 @@ impl Bucket {
             }
         }
         page
+    }
+}
+
+/// The key version an object written with the Cloud KMS key `key` answers in
+/// its `kmsKeyName`. The service encrypts with the key's primary version and
+/// names it: `projects/P/locations/L/keyRings/R/cryptoKeys/K/cryptoKeyVersions/N`.
+/// The fake has no KMS, so it names version 1 (a key's first version, the
+/// primary of a key never rotated; clients compare with `startswith` the key
+/// they gave); a name that already names a version is kept as given.
+fn key_version(key: &str) -> String {
+    match key.contains("/cryptoKeyVersions/") {
+        true => key.to_string(),
+        false => format!("{key}/cryptoKeyVersions/1"),
     }
 }
 

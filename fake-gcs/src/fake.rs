@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
+use serde_json::{Map, Value};
 
 use crate::bucket::{Bucket, Objects, StoredObject};
 use crate::clock::SimClock;
@@ -197,6 +198,8 @@ pub(crate) struct Described {
     pub(crate) content_type: Cow<'static, str>,
     pub(crate) attributes: ObjectAttributes,
     pub(crate) component_count: Option<NonZeroU32>,
+    /// Resource fields given with it (see [`crate::wire::KEPT_FIELDS`]).
+    pub(crate) fields: Map<String, Value>,
 }
 
 pub(crate) struct NewObject {
@@ -206,6 +209,8 @@ pub(crate) struct NewObject {
     pub(crate) content_type: Cow<'static, str>,
     pub(crate) attributes: ObjectAttributes,
     pub(crate) component_count: Option<NonZeroU32>,
+    /// Resource fields given with it (see [`crate::wire::KEPT_FIELDS`]).
+    pub(crate) fields: Map<String, Value>,
 }
 
 impl State {
@@ -248,6 +253,7 @@ impl State {
             content_type: object.content_type,
             attributes: object.attributes,
             component_count: object.component_count,
+            fields: object.fields,
         };
         self.commit_described(bucket, described, data, now_ms)
     }
@@ -276,7 +282,7 @@ impl State {
         let (key, mut stored) = StoredObject::new(record.clone(), data);
         let b = self.buckets.entry(bucket.to_string());
         let b = b.or_insert_with(|| Bucket::new(now_ms));
-        stored.add_fields(b.new_object_fields(now_ms));
+        stored.add_fields(b.new_object_fields(now_ms, object.fields));
         b.put(key, stored, now_ms);
         record
     }
@@ -384,6 +390,7 @@ impl FakeGcs {
             content_type: wire::content_type(content_type),
             attributes,
             component_count: composite.then_some(NonZeroU32::MIN),
+            fields: Map::new(),
         };
         let now_ms = self.inner.clock.now_unix_ms();
         let mut state = self.state();

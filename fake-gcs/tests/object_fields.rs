@@ -1,5 +1,6 @@
 //! Object fields as Cloud Storage keeps them (issue 41): `customTime` from an
-//! upload's resource, no content type for a compose that gives none.
+//! upload's resource, no content type for a compose that gives none, the Cloud
+//! KMS key an object is encrypted with.
 
 mod common;
 
@@ -82,4 +83,43 @@ async fn a_compose_without_a_content_type_leaves_it_unset() {
         Some("application/octet-stream")
     );
     assert_eq!(read.text(), "xx");
+}
+
+const KEY: &str = "projects/p/locations/us/keyRings/r/cryptoKeys/k";
+
+/// A multipart upload of `resource` (the JSON object resource) to `bkt` with
+/// `query` added to its path.
+async fn upload_described(base: &str, query: &str, resource: Value) -> common::Raw {
+    let body = format!(
+        "--{BOUNDARY}\r\ncontent-type: application/json\r\n\r\n{resource}\r\n\
+         --{BOUNDARY}\r\ncontent-type: text/plain\r\n\r\nhello\r\n--{BOUNDARY}--\r\n"
+    );
+    let content_type = format!("multipart/related; boundary={BOUNDARY}");
+    let path = format!("/upload/storage/v1/b/bkt/o?uploadType=multipart{query}");
+    let headers = [("content-type", content_type.as_str())];
+    send(base, Method::POST, &path, &headers, body).await
+}
+
+#[tokio::test]
+async fn an_object_answers_the_kms_key_it_was_written_with_or_the_buckets_default() {
+    let (_fake, _clock, base) = manual_fake(config(true)).await;
+    let version = format!("{KEY}/cryptoKeyVersions/1");
+    // The key as a query parameter, then as a resource field.
+    let query = format!("&kmsKeyName={KEY}");
+    let by_query = upload_described(&base, &query, json!({"name": "q"})).await;
+    assert_eq!(expect(&by_query, StatusCode::OK)["kmsKeyName"], *version);
+    let by_field = upload_described(&base, "", json!({"name": "f", "kmsKeyName": KEY})).await;
+    assert_eq!(expect(&by_field, StatusCode::OK)["kmsKeyName"], *version);
+    let got = call(&base, Method::GET, "/storage/v1/b/bkt/o/f", Value::Null).await;
+    assert_eq!(expect(&got, StatusCode::OK)["kmsKeyName"], *version);
+    // Without either, none; with the bucket's default key, that one.
+    let plain = upload_described(&base, "", json!({"name": "p"})).await;
+    assert_eq!(expect(&plain, StatusCode::OK).get("kmsKeyName"), None);
+    let default = json!({ "encryption": { "defaultKmsKeyName": KEY } });
+    let patched = call(&base, Method::PATCH, "/storage/v1/b/bkt", default).await;
+    expect(&patched, StatusCode::OK);
+    let put = send(&base, Method::PUT, "/bkt/x", &[], "x").await;
+    assert_eq!(put.status(), StatusCode::OK);
+    let got = call(&base, Method::GET, "/storage/v1/b/bkt/o/x", Value::Null).await;
+    assert_eq!(expect(&got, StatusCode::OK)["kmsKeyName"], *version);
 }

@@ -491,6 +491,7 @@ impl Ctx<'_> {
             content_type: upload.content_type,
             attributes: upload.attributes,
             component_count: None,
+            fields: upload.fields,
         };
         let record = state.commit(&upload.bucket, object, now_ms, keep_bytes);
         state.stats.objects_committed += 1;
@@ -533,6 +534,7 @@ impl Ctx<'_> {
             content_type: compose.content_type,
             attributes: compose.attributes,
             component_count: Some(components),
+            fields: serde_json::Map::new(),
         };
         let record = state.commit(&compose.bucket, object, now_ms, true);
         state.stats.objects_committed += 1;

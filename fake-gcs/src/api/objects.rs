@@ -280,7 +280,7 @@ impl Ctx<'_> {
         }
         self.state.stats.objects_committed += 1;
         if let Some(b) = self.state.buckets.get_mut(bucket) {
-            stored.add_fields(b.new_object_fields(now_ms));
+            stored.add_fields(b.new_object_fields(now_ms, Map::new()));
             b.put(key, stored, now_ms);
         }
         record

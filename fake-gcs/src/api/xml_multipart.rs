@@ -148,6 +148,7 @@ impl Ctx<'_> {
             content_type: upload.content_type,
             attributes: upload.attributes,
             component_count: Some(components),
+            fields: serde_json::Map::new(),
         };
         let now_ms = self.now_ms;
         let record = self

@@ -75,7 +75,7 @@ pub use resumable::{
     incomplete, parse_content_range, started,
 };
 pub use route::{Api, MultipartStep, Query, Route, UploadKind, header};
-pub use upload::{DEFAULT_CONTENT_TYPE, RequestHead, Upload};
+pub use upload::{DEFAULT_CONTENT_TYPE, KEPT_FIELDS, RequestHead, Upload};
 
 /// The JSON bucket resource and bucket list: the fake serves its buckets with them,
 /// and a relay answers `GET /storage/v1/b/{bucket}` for the one bucket it writes to.

@@ -20,7 +20,7 @@ use std::borrow::Cow;
 
 use bytes::Bytes;
 use http::HeaderMap;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::wire::attributes::ObjectAttributes;
 use crate::wire::digest::{Declared, Digests};
@@ -77,7 +77,14 @@ pub struct Upload {
     pub declared: Declared,
     /// Conditions on the object's current generation.
     pub preconditions: Preconditions,
+    /// Fields of the JSON resource the object keeps as given and the bucket
+    /// checks or completes ([`KEPT_FIELDS`]; `kmsKeyName` also from the query).
+    pub fields: Map<String, Value>,
 }
+
+/// The fields of an upload's JSON resource kept beside its attributes: the Cloud
+/// KMS key to encrypt it with.
+pub const KEPT_FIELDS: [&str; 1] = ["kmsKeyName"];
 
 const NAME_MISSING: &str = "Required: the object name is missing.";
 
@@ -227,6 +234,7 @@ impl Upload {
             attributes: ObjectAttributes::default(),
             declared: Declared::default(),
             preconditions,
+            fields: Map::new(),
         }
     }
 
@@ -244,18 +252,27 @@ impl Upload {
             .or_else(|| string(resource, "name"))
             .unwrap_or("");
         let given_type = string(resource, "contentType").or(fallback_type);
+        let fields = KEPT_FIELDS
+            .iter()
+            .filter_map(|&f| Some((f.to_string(), resource.get(f)?.clone())))
+            .collect();
         Upload {
             attributes: ObjectAttributes::from_resource(resource),
             declared: Declared::from_metadata(resource),
+            fields,
             ..Upload::new(Api::Json, bucket, name, given_type, preconditions)
         }
     }
 
     /// The upload, with the content encoding the `contentEncoding` query parameter
-    /// sets, if it does.
+    /// sets and the key its `kmsKeyName` names, if they do.
     fn encoded_as(mut self, query: &Query) -> Upload {
         if let Some(encoding) = query.get("contentEncoding") {
             self.attributes.content_encoding = Some(encoding.to_string());
+        }
+        if let Some(key) = query.get("kmsKeyName") {
+            self.fields
+                .insert("kmsKeyName".into(), Value::String(key.to_string()));
         }
         self
     }
