@@ -23,6 +23,9 @@ workflow succeeded and the bucket holds everything it wrote.
 - the official Node client: `bucket.upload` of every file of the tree and
   `createWriteStream` of the 20 MiB file under another name
   (clients/tools/node_tool.js, with clients/node's pinned packages).
+- the Go client (Debian's golang-google-cloud-dev): an object's `Writer` for every
+  file of the tree (clients/tools/go_tool; its 16 MiB chunks make the 20 MiB file a
+  resumable upload sent with `X-Guploader-No-308`).
 - gsutil (PyPI): `-m cp -r` of the tree, `ls -l` of it, and `-m cp -n -r` again,
   which must skip every file. gsutil speaks only HTTPS to the JSON API: it writes
   to a second fake and a second relay that serve HTTPS (`--tls-cert`, a
@@ -53,7 +56,7 @@ import urllib.request
 
 import google_crc32c
 
-TOOLS = ["rclone", "gcsfs", "pyarrow", "python", "node", "gsutil"]
+TOOLS = ["rclone", "gcsfs", "pyarrow", "python", "node", "go", "gsutil"]
 # Tools that speak only HTTPS.
 HTTPS_ONLY = {"gsutil"}
 COLUMNS = ["direct", "relay", "outage"]
@@ -275,12 +278,23 @@ def node_client(endpoint, bucket, prefix, local, digests):
     return expected, f"bucket.upload of the tree, createWriteStream of {streamed}"
 
 
+def go_client(endpoint, bucket, prefix, local, digests):
+    """The Go client: an object Writer per file of the tree (clients/tools/go_tool)."""
+    out = run([os.environ["GO_TOOL"], endpoint, bucket, prefix, local])
+    said = json.loads(out.strip().splitlines()[-1])
+    expected = {f"{prefix}tree/{rel}": d for rel, d in digests.items()}
+    if set(said["uploaded"]) != set(expected):
+        raise RuntimeError(f"the client uploaded {sorted(said['uploaded'])[:5]}..., not the tree")
+    return expected, "a Writer per file of the tree (the 20 MiB file in 16 MiB chunks)"
+
+
 RUNNERS = {
     "rclone": rclone,
     "gcsfs": gcsfs_pandas,
     "pyarrow": pyarrow_fs,
     "python": python_client,
     "node": node_client,
+    "go": go_client,
     "gsutil": gsutil,
 }
 
