@@ -7,8 +7,9 @@
 //! this run, each with the answer's record and its entry's sequence number. It
 //! promises:
 //!
-//! - An object is served from the spool only while its entry file is in
-//!   `entries/`; one delivered (or set aside) is forgotten at its next lookup, and
+//! - An object is served from the spool only while its entry is in the spool's
+//!   index ([`Spool::entry_file`]: no listing of `entries/`, whose cost grows with
+//!   the backlog); one delivered (or set aside) is forgotten at its next lookup, and
 //!   the request passes through.
 //! - The bytes stream from the entry in pieces of at most 1 MiB. An entry the
 //!   drainer removes while it is read ends the answer early (the client's retry
@@ -33,7 +34,6 @@ use bytes::Bytes;
 use fake_gcs::wire::{Api, Digests, ObjectRecord, Reply, header, resolve_range};
 use http_body_util::BodyExt as _;
 use spool::Spool;
-use spool::layout::{ENTRIES_DIR, parse_entry_name};
 
 use crate::answer::{OUTCOME_HEADER, OUTCOME_SPOOLED};
 use crate::passthrough::{BoxError, ResponseBody, whole};
@@ -127,7 +127,7 @@ impl SpooledObjects {
             let by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
             by_name.get(name)?.clone()
         };
-        let found = entry_of(spool, known.seq).await.and_then(|(entry, bytes)| {
+        let found = spool.entry_file(known.seq).and_then(|(entry, bytes)| {
             let offset = bytes.checked_sub(known.record.size)?;
             Some(Found {
                 record: known.record.clone(),
@@ -153,18 +153,10 @@ impl SpooledObjects {
         if known.is_empty() {
             return Vec::new();
         }
-        let dir = spool.dir().join(ENTRIES_DIR);
-        let Ok(names) = spool.disk().list(&dir).await else {
-            return Vec::new();
-        };
-        let present: std::collections::BTreeSet<u64> = (0..names.len())
-            .filter_map(|i| names.get(i))
-            .filter_map(|file| parse_entry_name(file).map(|e| e.seq))
-            .collect();
         let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
         let mut still = Vec::with_capacity(known.len());
         for (name, known) in known {
-            if present.contains(&known.seq) {
+            if spool.entry_file(known.seq).is_some() {
                 still.push((known.record, known.seq));
             } else if by_name.get(&name).is_some_and(|now| now.seq == known.seq) {
                 by_name.remove(&name);
@@ -242,18 +234,6 @@ fn forget_oldest(by_name: &mut BTreeMap<String, Acknowledged>) {
     if let Some(oldest) = oldest {
         by_name.remove(&oldest);
     }
-}
-
-/// The entry file of `seq` and its size, when it is in `entries/`.
-async fn entry_of(spool: &Spool, seq: u64) -> Option<(PathBuf, u64)> {
-    let dir = spool.dir().join(ENTRIES_DIR);
-    let names = spool.disk().list(&dir).await.ok()?;
-    let prefix = format!("{seq:020}.");
-    let file = (0..names.len())
-        .filter_map(|i| names.get(i))
-        .find(|file| file.starts_with(&prefix))?;
-    let listed = parse_entry_name(file)?.listed?;
-    Some((dir.join(file), listed.file_bytes))
 }
 
 impl Found {

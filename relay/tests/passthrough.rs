@@ -31,6 +31,21 @@ async fn passing_through_up_to(fake_base: &str, max_object_bytes: u64) -> Harnes
     Harness::in_front_of(fake_base, setup).await
 }
 
+/// [`passing_through_up_to`] with its spool on `disk`.
+async fn passing_through_on(fake_base: &str, disk: Arc<dyn spool::Disk>) -> Harness {
+    let config = RelayConfig {
+        max_object_bytes: Some(1 << 20),
+        pass_through: PassThrough::http(fake_base, None).unwrap(),
+        ..RelayConfig::new(BUCKET)
+    };
+    let setup = Setup {
+        relay: Some(config),
+        disk: Some(disk),
+        ..Setup::default()
+    };
+    Harness::in_front_of(fake_base, setup).await
+}
+
 /// Uploads `name` through the relay: stored in the fake.
 async fn put(h: &Harness, name: &str, data: &[u8]) {
     let response = h.media(name, data).await;
@@ -993,5 +1008,38 @@ async fn uploads_of_one_name_racing_during_an_outage_leave_one_object_and_one_an
     fake.clear_faults();
     h.drained().await;
     assert_eq!(h.spool.stats().dead_letter_files, 0, "nothing set aside");
+    h.stopped().await;
+}
+
+/// A read of a spooled object and a list through the relay find the spooled objects
+/// in the spool's index, not by listing `entries/`: a listing costs as much as the
+/// backlog is long (a million names during a long outage), and anyone who may read
+/// through the relay could make it list again and again.
+#[tokio::test]
+async fn reads_and_lists_of_spooled_objects_never_list_the_spools_directory() {
+    let (fake, fake_base) = real_fake().await;
+    let disk = Arc::new(spool::testing::FaultDisk::default());
+    let h = passing_through_on(&fake_base, disk.clone()).await;
+    common::fail_writes(&fake);
+    for name in ["backlog/a", "backlog/b", "backlog/c"] {
+        spool(&h, name, name.as_bytes()).await;
+    }
+    let lists_before = disk.lists.load(std::sync::atomic::Ordering::SeqCst);
+    let path = format!("/storage/v1/b/{BUCKET}/o/{}", encode("backlog/b"));
+    let metadata = get(&h, &path).await;
+    assert_eq!(metadata.status(), 200);
+    assert_eq!(common::outcome(&metadata), "spooled");
+    let media = get(&h, &format!("{path}?alt=media")).await;
+    assert_eq!(media.status(), 200);
+    assert_eq!(media.bytes().await.unwrap(), "backlog/b".as_bytes());
+    let (names, _, _) = listed(
+        &body_json(get(&h, &format!("/storage/v1/b/{BUCKET}/o?prefix=backlog/")).await).await,
+    );
+    assert_eq!(names, ["backlog/a", "backlog/b", "backlog/c"]);
+    assert_eq!(
+        disk.lists.load(std::sync::atomic::Ordering::SeqCst),
+        lists_before,
+        "a read or a list of spooled objects listed the spool's directory"
+    );
     h.stopped().await;
 }

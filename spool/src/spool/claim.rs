@@ -303,6 +303,17 @@ impl Spool {
         }
     }
 
+    /// The file of entry `seq` and its size in bytes, while the spool's index holds
+    /// it (claimed or not); `None` once it is removed or set aside. From the index
+    /// alone, without touching the disk: a reader of one entry (the relay serving an
+    /// object still in the spool) must not pay for a listing of the whole backlog.
+    pub fn entry_file(&self, seq: u64) -> Option<(PathBuf, u64)> {
+        let state = self.state();
+        let meta = state.index.get(&seq)?;
+        let path = self.inner.entries.path.join(meta.file_name(seq));
+        Some((path, meta.file_bytes))
+    }
+
     /// Where a claimed entry's file is.
     pub fn entry_path(&self, claim: &Claim) -> PathBuf {
         self.inner.entries.path.join(&claim.file)

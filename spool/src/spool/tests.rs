@@ -863,8 +863,17 @@ async fn an_entry_claimed_by_its_number_is_skipped_by_the_drain_order_and_remove
     assert!(third.seq() > second.seq, "the claimed entry is skipped");
     drop((first, third));
 
+    let (file, file_bytes) = spool
+        .entry_file(second.seq)
+        .expect("claimed, still indexed");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), file_bytes);
     spool.remove(taken).await.unwrap();
     assert!(spool.claim_entry(second.seq).is_none(), "gone");
+    assert_eq!(
+        spool.entry_file(second.seq),
+        None,
+        "a removed entry has no file"
+    );
     assert_eq!(fx.entries().len(), 2);
     drop(spool);
     let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();

@@ -48,6 +48,8 @@ pub struct FaultDisk {
     pub syncs: AtomicU64,
     /// Renames done.
     pub renames: AtomicU64,
+    /// Directory listings done (`list`, and each listing of `prepare`).
+    pub lists: AtomicU64,
     /// While set, `sync_dir` waits until this many renames have happened.
     gate_until_renames: AtomicU64,
     renamed: tokio::sync::Notify,
@@ -119,6 +121,7 @@ impl Disk for FaultDisk {
         })
     }
     fn list<'a>(&'a self, dir: &'a Path) -> DiskFuture<'a, Names> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
         StdDisk.list(dir)
     }
     fn read<'a>(&'a self, path: &'a Path) -> DiskFuture<'a, Vec<u8>> {
