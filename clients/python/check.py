@@ -388,6 +388,39 @@ def kms_key(ctx):
     bucket.delete()
 
 
+def object_retention(ctx):
+    """Object retention: a bucket created with enable_object_retention shows
+    object_retention_mode Enabled; an object's Unlocked retention is kept and
+    answered, refuses a delete (403) before its time, and is removed only with
+    override_unlocked_retention."""
+    bucket = ctx.client.create_bucket(
+        fresh_bucket(ctx, "objret"), enable_object_retention=True
+    )
+    expect(bucket.object_retention_mode == "Enabled", f"mode {bucket.object_retention_mode}")
+    blob = bucket.blob("r")
+    blob.upload_from_string(b"retained")
+    until = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+    until = until.replace(microsecond=0)
+    blob.retention.mode = "Unlocked"
+    blob.retention.retain_until_time = until
+    blob.patch()
+    blob.reload()
+    got = (blob.retention.mode, blob.retention.retain_until_time)
+    expect(got == ("Unlocked", until), f"retention {got}")
+    try:
+        blob.delete()
+    except exceptions.Forbidden:
+        pass
+    else:
+        raise AssertionError("an object under retention was deleted")
+    blob.retention.mode = None
+    blob.retention.retain_until_time = None
+    blob.patch(override_unlocked_retention=True)
+    expect(blob.retention.mode is None, f"retention left {blob.retention.mode}")
+    blob.delete()
+    bucket.delete()
+
+
 def versions(ctx):
     """Object versioning: in a bucket with versioning on, a replaced object stays
     as a noncurrent version, read by its generation (its bytes, a time_deleted);
@@ -470,6 +503,7 @@ CHECKS = {
     "holds": holds,
     "computed_fields": computed_fields,
     "kms_key": kms_key,
+    "object_retention": object_retention,
     "versions": versions,
     "move": move,
 }

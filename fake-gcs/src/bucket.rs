@@ -29,6 +29,7 @@ use std::ops::Bound;
 use bytes::Bytes;
 use serde_json::{Map, Value};
 
+use crate::metadata::retention::{self, Retention};
 use crate::metadata::{BucketMeta, DEFAULT_PROJECT, ObjectChanges, ObjectEdit};
 use crate::wire::{
     DEFAULT_CONTENT_TYPE, ListPage, ListQuery, ObjectAttributes, ObjectMeta, ObjectRecord,
@@ -170,6 +171,11 @@ impl StoredObject {
         Some(since.as_millis() as u64)
     }
 
+    /// Its object retention, when it has one.
+    pub(crate) fn retention(&self) -> Option<Retention> {
+        Retention::of(&self.meta()?.extra).ok().flatten()
+    }
+
     /// Whether the resource field `key` is `true` (a hold).
     pub(crate) fn flag(&self, key: &str) -> bool {
         self.meta()
@@ -305,6 +311,19 @@ impl Bucket {
             .and_then(|v| v.get("enabled"))
             .and_then(Value::as_bool)
             == Some(true)
+    }
+
+    /// Whether object retention is enabled (it was created with
+    /// `enableObjectRetention=true`).
+    pub(crate) fn object_retention(&self) -> bool {
+        self.meta.fields.contains_key(retention::BUCKET_FIELD)
+    }
+
+    /// 400 when the resource fields `given` to a new object (an upload's) hold a
+    /// retention that is not one, or any while object retention is not enabled.
+    pub(crate) fn check_new_retention(&self, given: &Map<String, Value>) -> Result<(), Rejection> {
+        let given = Retention::of(given)?;
+        retention::check_change(self.object_retention(), None, given, false)
     }
 
     /// Whether it holds nothing: no live object and no noncurrent version.
@@ -528,20 +547,24 @@ impl Bucket {
                 ));
             }
         }
-        if let Some(period) = self.retention_period_ms() {
-            // From its creation, or from the release of its event-based hold.
-            let expires = object.created_unix_ms.saturating_add(period);
-            let expires = expires.max(object.retention_expires_ms().unwrap_or(0));
-            if now_ms < expires {
-                return Err(Rejection::status(
-                    403,
-                    format!(
-                        "Object '{bucket}/{name}' is subject to bucket's retention policy or \
-                         object retention and cannot be deleted or overwritten until {}",
-                        rfc3339_millis(expires)
-                    ),
-                ));
-            }
+        // The bucket's retention period runs from the object's creation, or from
+        // the release of its event-based hold; its own retention, to its
+        // retainUntilTime.
+        let by_policy = (self.retention_period_ms())
+            .map(|period| object.created_unix_ms.saturating_add(period))
+            .map(|expires| expires.max(object.retention_expires_ms().unwrap_or(0)));
+        let by_object = object.retention().map(|r| r.until_ms);
+        if let Some(expires) = by_policy.max(by_object)
+            && now_ms < expires
+        {
+            return Err(Rejection::status(
+                403,
+                format!(
+                    "Object '{bucket}/{name}' is subject to bucket's retention policy or \
+                     object retention and cannot be deleted or overwritten until {}",
+                    rfc3339_millis(expires)
+                ),
+            ));
         }
         Ok(())
     }

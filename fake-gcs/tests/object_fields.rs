@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Read as _, call, config, expect, manual_fake, send};
+use common::{Read as _, call, config, expect, manual_fake, send, upload_described};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -87,33 +87,21 @@ async fn a_compose_without_a_content_type_leaves_it_unset() {
 
 const KEY: &str = "projects/p/locations/us/keyRings/r/cryptoKeys/k";
 
-/// A multipart upload of `resource` (the JSON object resource) to `bkt` with
-/// `query` added to its path.
-async fn upload_described(base: &str, query: &str, resource: Value) -> common::Raw {
-    let body = format!(
-        "--{BOUNDARY}\r\ncontent-type: application/json\r\n\r\n{resource}\r\n\
-         --{BOUNDARY}\r\ncontent-type: text/plain\r\n\r\nhello\r\n--{BOUNDARY}--\r\n"
-    );
-    let content_type = format!("multipart/related; boundary={BOUNDARY}");
-    let path = format!("/upload/storage/v1/b/bkt/o?uploadType=multipart{query}");
-    let headers = [("content-type", content_type.as_str())];
-    send(base, Method::POST, &path, &headers, body).await
-}
-
 #[tokio::test]
 async fn an_object_answers_the_kms_key_it_was_written_with_or_the_buckets_default() {
     let (_fake, _clock, base) = manual_fake(config(true)).await;
     let version = format!("{KEY}/cryptoKeyVersions/1");
     // The key as a query parameter, then as a resource field.
     let query = format!("&kmsKeyName={KEY}");
-    let by_query = upload_described(&base, &query, json!({"name": "q"})).await;
+    let by_query = upload_described(&base, "bkt", &query, json!({"name": "q"})).await;
     assert_eq!(expect(&by_query, StatusCode::OK)["kmsKeyName"], *version);
-    let by_field = upload_described(&base, "", json!({"name": "f", "kmsKeyName": KEY})).await;
+    let by_field =
+        upload_described(&base, "bkt", "", json!({"name": "f", "kmsKeyName": KEY})).await;
     assert_eq!(expect(&by_field, StatusCode::OK)["kmsKeyName"], *version);
     let got = call(&base, Method::GET, "/storage/v1/b/bkt/o/f", Value::Null).await;
     assert_eq!(expect(&got, StatusCode::OK)["kmsKeyName"], *version);
     // Without either, none; with the bucket's default key, that one.
-    let plain = upload_described(&base, "", json!({"name": "p"})).await;
+    let plain = upload_described(&base, "bkt", "", json!({"name": "p"})).await;
     assert_eq!(expect(&plain, StatusCode::OK).get("kmsKeyName"), None);
     let default = json!({ "encryption": { "defaultKmsKeyName": KEY } });
     let patched = call(&base, Method::PATCH, "/storage/v1/b/bkt", default).await;

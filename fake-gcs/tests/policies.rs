@@ -1,12 +1,12 @@
 //! What Cloud Storage enforces and computes, as the fake does it (issue 41): holds
 //! and retention policies that refuse deletes and overwrites, a bucket's
-//! `defaultEventBasedHold`, `retentionExpirationTime`.
+//! `defaultEventBasedHold`, `retentionExpirationTime`; object retention.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{Raw, Read as _, call, config, expect, manual_fake, send};
+use common::{Raw, Read as _, call, config, expect, manual_fake, send, upload_described};
 use http::{Method, StatusCode};
 use object_store::ObjectStoreExt as _;
 use serde_json::{Value, json};
@@ -217,4 +217,92 @@ async fn a_held_object_is_not_replaced_by_an_xml_multipart_upload_or_copy() {
     assert_eq!(copy.status(), StatusCode::FORBIDDEN, "{}", copy.text());
     let kept = fake.object_bytes("bkt", "t").unwrap();
     assert_eq!(&kept[..], b"held");
+}
+
+/// `bucket/name`'s retention set by a patch (with `query`), answered.
+async fn set_retention(base: &str, bucket: &str, name: &str, query: &str, retention: Value) -> Raw {
+    let path = format!("/storage/v1/b/{bucket}/o/{name}{query}");
+    call(
+        base,
+        Method::PATCH,
+        &path,
+        json!({ "retention": retention }),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn object_retention_is_kept_enforced_and_shortened_only_with_the_override() {
+    let (_fake, clock, base) = manual_fake(config(true)).await;
+    let path = "/storage/v1/b?project=p&enableObjectRetention=true";
+    let made = call(&base, Method::POST, path, json!({ "name": "ret" })).await;
+    let made = expect(&made, StatusCode::OK);
+    assert_eq!(made["objectRetention"], json!({ "mode": "Enabled" }));
+    // In a bucket without object retention, an object's retention is 400.
+    let until = |minutes: u64| {
+        format!(
+            "2026-10-08T{:02}:{:02}:00.000Z",
+            11 + minutes / 60,
+            minutes % 60
+        )
+    };
+    let retention =
+        |mode: &str, minutes| json!({ "mode": mode, "retainUntilTime": until(minutes) });
+    let plain = upload_described(
+        &base,
+        "bkt",
+        "",
+        json!({"name": "r", "retention": retention("Unlocked", 10)}),
+    );
+    expect(&plain.await, StatusCode::BAD_REQUEST);
+    expect(&upload(&base, "bkt", "p", "x").await, StatusCode::OK);
+    let patched = set_retention(&base, "bkt", "p", "", retention("Unlocked", 10)).await;
+    expect(&patched, StatusCode::BAD_REQUEST);
+    // Kept as given and answered; a delete or an overwrite before it is 403.
+    let resource = json!({ "name": "r", "retention": retention("Unlocked", 10) });
+    let written = upload_described(&base, "ret", "", resource).await;
+    assert_eq!(
+        expect(&written, StatusCode::OK)["retention"],
+        retention("Unlocked", 10)
+    );
+    let got = call(&base, Method::GET, "/storage/v1/b/ret/o/r", Value::Null).await;
+    assert_eq!(
+        expect(&got, StatusCode::OK)["retention"],
+        retention("Unlocked", 10)
+    );
+    let refused = call(&base, Method::DELETE, "/storage/v1/b/ret/o/r", Value::Null).await;
+    expect(&refused, StatusCode::FORBIDDEN);
+    assert!(
+        message(&refused).contains("object retention"),
+        "{}",
+        refused.text()
+    );
+    expect(
+        &upload(&base, "ret", "r", "other").await,
+        StatusCode::FORBIDDEN,
+    );
+    // Unlocked: lengthened freely, shortened only with overrideUnlockedRetention.
+    let longer = set_retention(&base, "ret", "r", "", retention("Unlocked", 30)).await;
+    expect(&longer, StatusCode::OK);
+    let shorter = set_retention(&base, "ret", "r", "", retention("Unlocked", 5)).await;
+    expect(&shorter, StatusCode::FORBIDDEN);
+    let query = "?overrideUnlockedRetention=true";
+    let shorter = set_retention(&base, "ret", "r", query, retention("Unlocked", 5)).await;
+    assert_eq!(
+        expect(&shorter, StatusCode::OK)["retention"],
+        retention("Unlocked", 5)
+    );
+    // Locked: lengthened only, even with the override; the delete waits for it.
+    let locked = set_retention(&base, "ret", "r", "", retention("Locked", 20)).await;
+    expect(&locked, StatusCode::OK);
+    let shorter = set_retention(&base, "ret", "r", query, retention("Locked", 15)).await;
+    expect(&shorter, StatusCode::FORBIDDEN);
+    let removed = set_retention(&base, "ret", "r", query, Value::Null).await;
+    expect(&removed, StatusCode::FORBIDDEN);
+    clock.advance(Duration::from_secs(19 * 60));
+    let early = call(&base, Method::DELETE, "/storage/v1/b/ret/o/r", Value::Null).await;
+    expect(&early, StatusCode::FORBIDDEN);
+    clock.advance(Duration::from_secs(60));
+    let deleted = call(&base, Method::DELETE, "/storage/v1/b/ret/o/r", Value::Null).await;
+    expect(&deleted, StatusCode::NO_CONTENT);
 }

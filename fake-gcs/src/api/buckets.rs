@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Ctx, Served};
 use crate::bucket::Bucket;
-use crate::metadata::{Acl, BucketMeta, Change, DEFAULT_PROJECT};
+use crate::metadata::{Acl, BucketMeta, Change, DEFAULT_PROJECT, retention};
 use crate::wire::{self, Conditions, Rejection, Reply, Verb};
 
 /// Cloud Storage's answer to creating a bucket that exists.
@@ -77,6 +77,10 @@ impl Ctx<'_> {
         let mut bucket = Bucket::in_project(project, self.now_ms);
         bucket.meta.apply(&body, Change::Replace, self.now_ms)?;
         bucket.meta.place();
+        if self.query.flag("enableObjectRetention")? {
+            let fields = &mut bucket.meta.fields;
+            fields.insert(retention::BUCKET_FIELD.into(), retention::enabled());
+        }
         self.predefined_acls(&mut bucket.meta)?;
         let name = name.to_string();
         self.state.deleted_buckets.remove(&name);

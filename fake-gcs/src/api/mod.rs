@@ -469,6 +469,7 @@ impl Ctx<'_> {
             return Err(Rejection::NoSuchBucket(upload.bucket));
         };
         let digests = upload.digests()?;
+        b.check_new_retention(&upload.fields)?;
         let current = b.objects.get(&upload.name).map(|o| o.generation);
         if !upload.preconditions.hold(current) {
             state.stats.precondition_failures += 1;
@@ -606,6 +607,7 @@ impl Ctx<'_> {
             return Err(Rejection::NoSuchBucket(bucket.to_string()));
         }
         let b = &self.state.buckets[bucket];
+        b.check_new_retention(&upload.fields)?;
         if !upload
             .preconditions
             .hold(b.objects.get(&upload.name).map(|o| o.generation))

@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Ctx, Served};
 use crate::bucket::StoredObject;
+use crate::metadata::retention::{self, Retention};
 use crate::metadata::{Acl, ObjectChanges, ObjectEdit, Owner};
 use crate::wire::{
     AclScope, Conditions, MetaRoute, ObjectMeta, ObjectRecord, Rejection, Reply, Verb,
@@ -76,11 +77,18 @@ impl Ctx<'_> {
             self.state.stats.precondition_failures += 1;
             return Err(Rejection::PreconditionFailed);
         }
-        let period = self.existing(bucket)?.retention_period_ms();
+        let b = self.existing(bucket)?;
+        let (period, enabled) = (b.retention_period_ms(), b.object_retention());
+        let overridden = self.query.flag("overrideUnlockedRetention")?;
         let stored = self.stored_version(bucket, name, generation)?;
         let was_held = stored.flag("eventBasedHold");
         let mut edit = stored.edit();
         edit.apply(&body, verb == Verb::Update)?;
+        let retained = Retention::of(&edit.changes.meta.extra)?;
+        retention::check_change(enabled, stored.retention(), retained, overridden)?;
+        if retained.is_none() {
+            edit.changes.meta.extra.remove(retention::OBJECT_FIELD);
+        }
         let extra = &mut edit.changes.meta.extra;
         let held = extra.get("eventBasedHold").and_then(Value::as_bool) == Some(true);
         if let Some(period) = period.filter(|_| was_held && !held) {
@@ -246,6 +254,8 @@ impl Ctx<'_> {
             },
         };
         edit.apply(body, false)?;
+        // A destination's retention is not taken from the copy's resource.
+        edit.changes.meta.extra.remove(retention::OBJECT_FIELD);
         if let Some(class) = body.get("storageClass").and_then(Value::as_str) {
             edit.changes.meta.storage_class = Some(class.to_ascii_uppercase());
         }

@@ -10,10 +10,12 @@
 //! | `acl.rs` | [`Acl`]: access control lists, predefined lists, their JSON |
 //! | `object.rs` | [`ObjectEdit`]: an object's patch and update |
 //! | `hmac.rs` | [`HmacKeys`]: HMAC keys per project, the service account |
+//! | `retention.rs` | object retention: its rules, the bucket's `objectRetention` |
 
 mod acl;
 mod hmac;
 mod object;
+pub(crate) mod retention;
 
 use std::collections::BTreeMap;
 
@@ -102,7 +104,12 @@ impl BucketMeta {
         let locked = self.retention_locked();
         let mut next = self.clone();
         if change == Change::Replace {
-            let keep = ["location", "locationType", "retentionPolicy"];
+            let keep = [
+                "location",
+                "locationType",
+                "retentionPolicy",
+                "objectRetention",
+            ];
             next.fields.retain(|k, _| keep.contains(&k.as_str()));
         }
         for (key, value) in body {

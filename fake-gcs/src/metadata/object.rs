@@ -65,8 +65,9 @@ impl ObjectEdit {
         if replace {
             self.content_type = Cow::Borrowed(DEFAULT_CONTENT_TYPE);
             self.attributes = ObjectAttributes::default();
-            // What the service computed stays: only what a client may set goes.
-            (self.changes.meta.extra).retain(|k, _| k == "retentionExpirationTime");
+            // What the service computed or the upload fixed (its KMS key) stays:
+            // only what a client may set goes.
+            (self.changes.meta.extra).retain(|k, _| READ_ONLY.contains(&k.as_str()));
         }
         for (key, value) in body {
             let text = value.as_str();

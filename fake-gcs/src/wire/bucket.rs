@@ -23,6 +23,7 @@ pub const BUCKET_READ_ONLY_FIELDS: &[&str] = &[
     "owner",
     "acl",
     "defaultObjectAcl",
+    "objectRetention",
 ];
 
 /// The JSON API's bucket resource for bucket `name`, created at `created_unix_ms`,

@@ -102,7 +102,7 @@ impl ListQuery {
             Some(Ok(n)) => n.clamp(1, max_limit),
             Some(Err(_)) => return Err(Rejection::invalid(format!("Invalid {max_key}."))),
         };
-        let versions = api == Api::Json && flag(query, "versions")?;
+        let versions = api == Api::Json && query.flag("versions")?;
         let (resume, after_generation) = match query.get(token_key) {
             Some(token) => match decode_token(token, versions) {
                 Some((after, generation)) => (Some(after), generation),
@@ -125,7 +125,7 @@ impl ListQuery {
                 .filter(|v: &&str| !v.is_empty())
         };
         let include_trailing_delimiter =
-            api == Api::Json && flag(query, "includeTrailingDelimiter")?;
+            api == Api::Json && query.flag("includeTrailingDelimiter")?;
         Ok(ListQuery {
             prefix: query.get("prefix").unwrap_or("").to_string(),
             delimiter: query.get("delimiter").map(str::to_string),
@@ -138,19 +138,6 @@ impl ListQuery {
             versions,
             after_generation,
         })
-    }
-}
-
-/// A JSON boolean parameter (absent or empty: false); 400 naming it otherwise.
-/// The Python client sends `True`: booleans are read without case.
-fn flag(query: &Query, key: &str) -> Result<bool, Rejection> {
-    match query.get(key).filter(|v| !v.is_empty()) {
-        None => Ok(false),
-        Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
-        Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
-        Some(other) => Err(Rejection::invalid(format!(
-            "Invalid {key} {other:?}: true or false"
-        ))),
     }
 }
 

@@ -185,6 +185,19 @@ impl Query {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     }
+
+    /// A JSON boolean parameter (absent or empty: false); 400 naming it otherwise.
+    /// The Python client sends `True`: booleans are read without case.
+    pub fn flag(&self, key: &str) -> Result<bool, crate::wire::Rejection> {
+        match self.get(key).filter(|v| !v.is_empty()) {
+            None => Ok(false),
+            Some(v) if v.eq_ignore_ascii_case("false") => Ok(false),
+            Some(v) if v.eq_ignore_ascii_case("true") => Ok(true),
+            Some(other) => Err(crate::wire::Rejection::invalid(format!(
+                "Invalid {key} {other:?}: true or false"
+            ))),
+        }
+    }
 }
 
 /// A header's value, when it is text.

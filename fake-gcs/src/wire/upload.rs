@@ -83,8 +83,8 @@ pub struct Upload {
 }
 
 /// The fields of an upload's JSON resource kept beside its attributes: the Cloud
-/// KMS key to encrypt it with.
-pub const KEPT_FIELDS: [&str; 1] = ["kmsKeyName"];
+/// KMS key to encrypt it with and its object retention.
+pub const KEPT_FIELDS: [&str; 2] = ["kmsKeyName", "retention"];
 
 const NAME_MISSING: &str = "Required: the object name is missing.";
 

@@ -179,3 +179,22 @@ pub fn expect(response: &Raw, status: http::StatusCode) -> serde_json::Value {
         false => serde_json::Value::Null,
     }
 }
+
+/// A multipart upload to `bucket` of the JSON object `resource` and the bytes
+/// `hello`, with `query` added to its path (`&name=value...`).
+pub async fn upload_described(
+    base: &str,
+    bucket: &str,
+    query: &str,
+    resource: serde_json::Value,
+) -> Raw {
+    const BOUNDARY: &str = "b0undary";
+    let body = format!(
+        "--{BOUNDARY}\r\ncontent-type: application/json\r\n\r\n{resource}\r\n\
+         --{BOUNDARY}\r\ncontent-type: text/plain\r\n\r\nhello\r\n--{BOUNDARY}--\r\n"
+    );
+    let content_type = format!("multipart/related; boundary={BOUNDARY}");
+    let path = format!("/upload/storage/v1/b/{bucket}/o?uploadType=multipart{query}");
+    let headers = [("content-type", content_type.as_str())];
+    send(base, Method::POST, &path, &headers, body).await
+}
