@@ -77,7 +77,8 @@ pub struct Prepared {
 }
 
 /// The step of [`Disk::prepare`] that failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{op} {}: {source}", path.display())]
 pub struct PrepareError {
     /// What was being done (`create directory`, `sync directory`, `lock`, `list`).
     pub op: &'static str,

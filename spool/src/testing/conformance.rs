@@ -328,6 +328,11 @@ pub async fn prepare_creates_locks_and_lists_in_one_call(disk: &dyn Disk, dir: &
         "{}",
         err.source
     );
+    let message = err.to_string();
+    assert!(
+        message.starts_with("lock ") && message.contains("LOCK"),
+        "{message}"
+    );
     drop(first);
     let again = disk
         .prepare(&plan)
