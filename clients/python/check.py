@@ -327,7 +327,8 @@ def holds(ctx):
 def computed_fields(ctx):
     """What the service computes or defaults: a new bucket in US (multi-region)
     with rpo DEFAULT, a given location upper-cased with its location type, a
-    custom dual-region; publicAccessPrevention only inherited or enforced; an
+    custom dual-region; autoclass's terminal class (NEARLINE) and times, soft
+    delete's effective time; publicAccessPrevention only inherited or enforced; an
     upload's customTime kept; no content type for a compose that gives none."""
     made = []
     plain = ctx.client.create_bucket(fresh_bucket(ctx, "plain"))
@@ -343,6 +344,15 @@ def computed_fields(ctx):
     )
     made.append(dual)
     expect(dual.location_type == "dual-region", f"a custom placement: {dual.location_type}")
+    auto = ctx.client.bucket(fresh_bucket(ctx, "auto"))
+    auto.autoclass_enabled = True
+    auto.soft_delete_policy.retention_duration_seconds = 604800
+    auto.create()
+    made.append(auto)
+    got = (auto.autoclass_terminal_storage_class, auto.soft_delete_policy.effective_time)
+    expect(got[0] == "NEARLINE" and got[1] is not None, f"autoclass and soft delete: {got}")
+    stamps = (auto.autoclass_toggle_time, auto.autoclass_terminal_storage_class_update_time)
+    expect(None not in stamps, f"autoclass times {stamps}")
     plain.iam_configuration.public_access_prevention = "sometimes"
     try:
         plain.patch()

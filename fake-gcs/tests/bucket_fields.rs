@@ -1,11 +1,14 @@
 //! The fields Cloud Storage computes or defaults on a bucket (issue 41): its
 //! location, upper-cased, and location type, `rpo`; the values
-//! `publicAccessPrevention` takes.
+//! `publicAccessPrevention` takes; the times autoclass, soft delete and
+//! encryption enforcement configs take effect.
 
 mod common;
 
 use common::{Read as _, call, config, expect, manual_fake};
 use http::{Method, StatusCode};
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -101,5 +104,51 @@ async fn public_access_prevention_is_inherited_or_enforced_and_nothing_else() {
     assert_eq!(
         patched["iamConfiguration"]["publicAccessPrevention"],
         "inherited"
+    );
+}
+
+#[tokio::test]
+async fn autoclass_soft_delete_and_enforcement_times_are_stamped_when_they_change() {
+    let (_fake, clock, base) = manual_fake(config(true)).await;
+    let body = json!({
+        "name": "timed",
+        "autoclass": { "enabled": true },
+        "softDeletePolicy": { "retentionDurationSeconds": "604800" },
+        "encryption": {
+            "googleManagedEncryptionEnforcementConfig": { "restrictionMode": "FullyRestricted" },
+        },
+    });
+    let made = call(&base, Method::POST, "/storage/v1/b?project=p", body).await;
+    let made = expect(&made, StatusCode::OK);
+    let t0 = "2026-10-08T11:00:00.000Z";
+    let autoclass = json!({
+        "enabled": true,
+        "toggleTime": t0,
+        "terminalStorageClass": "NEARLINE",
+        "terminalStorageClassUpdateTime": t0,
+    });
+    assert_eq!(made["autoclass"], autoclass);
+    assert_eq!(made["softDeletePolicy"]["effectiveTime"], t0);
+    let enforcement = &made["encryption"]["googleManagedEncryptionEnforcementConfig"];
+    assert_eq!(enforcement["effectiveTime"], t0);
+    // A minute on: what changes is stamped again, what does not keeps its time.
+    clock.advance(Duration::from_secs(60));
+    let t1 = "2026-10-08T11:01:00.000Z";
+    let patch = json!({
+        "autoclass": { "enabled": true, "terminalStorageClass": "ARCHIVE" },
+        "softDeletePolicy": { "retentionDurationSeconds": "604800" },
+    });
+    let patched = call(&base, Method::PATCH, "/storage/v1/b/timed", patch).await;
+    let patched = expect(&patched, StatusCode::OK);
+    assert_eq!(patched["autoclass"]["toggleTime"], t0);
+    assert_eq!(patched["autoclass"]["terminalStorageClass"], "ARCHIVE");
+    assert_eq!(patched["autoclass"]["terminalStorageClassUpdateTime"], t1);
+    assert_eq!(patched["softDeletePolicy"]["effectiveTime"], t0);
+    let off = json!({ "autoclass": { "enabled": false } });
+    let off = call(&base, Method::PATCH, "/storage/v1/b/timed", off).await;
+    let off = expect(&off, StatusCode::OK);
+    assert_eq!(
+        off["autoclass"],
+        json!({ "enabled": false, "toggleTime": t1 })
     );
 }

@@ -11,8 +11,10 @@
 //! | `object.rs` | [`ObjectEdit`]: an object's patch and update |
 //! | `hmac.rs` | [`HmacKeys`]: HMAC keys per project, the service account |
 //! | `retention.rs` | object retention: its rules, the bucket's `objectRetention` |
+//! | `computed.rs` | the times autoclass, soft delete and encryption enforcement take effect |
 
 mod acl;
+mod computed;
 mod hmac;
 mod object;
 pub(crate) mod retention;
@@ -143,6 +145,7 @@ impl BucketMeta {
         if change == Change::Replace && !body.contains_key("retentionPolicy") && !locked {
             next.fields.remove("retentionPolicy");
         }
+        computed::stamp(&self.fields, &mut next.fields, now_ms);
         *self = next;
         Ok(())
     }
