@@ -100,6 +100,10 @@ async fn an_object_answers_the_kms_key_it_was_written_with_or_the_buckets_defaul
     assert_eq!(expect(&by_field, StatusCode::OK)["kmsKeyName"], *version);
     let got = call(&base, Method::GET, "/storage/v1/b/bkt/o/f", Value::Null).await;
     assert_eq!(expect(&got, StatusCode::OK)["kmsKeyName"], *version);
+    // A metadata update (all fields replaced) keeps it: the service set it.
+    let update = json!({ "contentType": "text/csv" });
+    let updated = call(&base, Method::PUT, "/storage/v1/b/bkt/o/f", update).await;
+    assert_eq!(expect(&updated, StatusCode::OK)["kmsKeyName"], *version);
     // Without either, none; with the bucket's default key, that one.
     let plain = upload_described(&base, "bkt", "", json!({"name": "p"})).await;
     assert_eq!(expect(&plain, StatusCode::OK).get("kmsKeyName"), None);
