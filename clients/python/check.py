@@ -431,6 +431,24 @@ def object_retention(ctx):
     bucket.delete()
 
 
+def hmac_teardown(ctx):
+    """An HMAC key set INACTIVE and deleted answers NotFound to a second
+    update, as storage-testbench does: the teardown of the Python client's
+    conformance tests (update, delete, pass on NotFound) then passes."""
+    key, _secret = ctx.client.create_hmac_key(
+        service_account_email="checks@fake-project.iam.gserviceaccount.com"
+    )
+    key.state = "INACTIVE"
+    key.update()
+    key.delete()
+    try:
+        key.update()
+    except exceptions.NotFound:
+        pass
+    else:
+        raise AssertionError("a deleted HMAC key was updated")
+
+
 def versions(ctx):
     """Object versioning: in a bucket with versioning on, a replaced object stays
     as a noncurrent version, read by its generation (its bytes, a time_deleted);
@@ -514,6 +532,7 @@ CHECKS = {
     "computed_fields": computed_fields,
     "kms_key": kms_key,
     "object_retention": object_retention,
+    "hmac_teardown": hmac_teardown,
     "versions": versions,
     "move": move,
 }
