@@ -104,6 +104,15 @@ async fn an_object_answers_the_kms_key_it_was_written_with_or_the_buckets_defaul
     let update = json!({ "contentType": "text/csv" });
     let updated = call(&base, Method::PUT, "/storage/v1/b/bkt/o/f", update).await;
     assert_eq!(expect(&updated, StatusCode::OK)["kmsKeyName"], *version);
+    // A copy or rewrite takes the destination's key as destinationKmsKeyName.
+    for verb in ["copyTo", "rewriteTo"] {
+        let path =
+            format!("/storage/v1/b/bkt/o/f/{verb}/b/bkt/o/{verb}?destinationKmsKeyName={KEY}");
+        let copied = call(&base, Method::POST, &path, json!({})).await;
+        let copied = expect(&copied, StatusCode::OK);
+        let copied = copied.get("resource").unwrap_or(&copied);
+        assert_eq!(copied["kmsKeyName"], *version, "{verb}");
+    }
     // Without either, none; with the bucket's default key, that one.
     let plain = upload_described(&base, "bkt", "", json!({"name": "p"})).await;
     assert_eq!(expect(&plain, StatusCode::OK).get("kmsKeyName"), None);

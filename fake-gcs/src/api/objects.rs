@@ -263,7 +263,8 @@ impl Ctx<'_> {
     }
 
     /// Stores `src`'s bytes (or, without kept bytes, its digests and size) as a
-    /// new generation of `bucket/name` described by `edit`.
+    /// new generation of `bucket/name` described by `edit`, encrypted with the
+    /// key `destinationKmsKeyName` names (a copy's or rewrite's parameter), if any.
     pub(super) fn place_copy(
         &mut self,
         bucket: &str,
@@ -272,6 +273,10 @@ impl Ctx<'_> {
         edit: ObjectEdit,
     ) -> ObjectRecord {
         let now_ms = self.now_ms;
+        let mut given = Map::new();
+        if let Some(key) = self.query.get("destinationKmsKeyName") {
+            given.insert("kmsKeyName".into(), json!(key));
+        }
         let generation = self.state.next_generation(now_ms);
         let record = ObjectRecord {
             generation,
@@ -290,7 +295,7 @@ impl Ctx<'_> {
         }
         self.state.stats.objects_committed += 1;
         if let Some(b) = self.state.buckets.get_mut(bucket) {
-            stored.add_fields(b.new_object_fields(now_ms, Map::new()));
+            stored.add_fields(b.new_object_fields(now_ms, given));
             b.put(key, stored, now_ms);
         }
         record
