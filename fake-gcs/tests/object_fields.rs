@@ -113,6 +113,12 @@ async fn an_object_answers_the_kms_key_it_was_written_with_or_the_buckets_defaul
         let copied = copied.get("resource").unwrap_or(&copied);
         assert_eq!(copied["kmsKeyName"], *version, "{verb}");
     }
+    // The XML API names it in a header.
+    let header = [("x-goog-encryption-kms-key-name", KEY)];
+    let put = send(&base, Method::PUT, "/bkt/xml", &header, "x").await;
+    assert_eq!(put.status(), StatusCode::OK);
+    let got = call(&base, Method::GET, "/storage/v1/b/bkt/o/xml", Value::Null).await;
+    assert_eq!(expect(&got, StatusCode::OK)["kmsKeyName"], *version);
     // Without either, none; with the bucket's default key, that one.
     let plain = upload_described(&base, "bkt", "", json!({"name": "p"})).await;
     assert_eq!(expect(&plain, StatusCode::OK).get("kmsKeyName"), None);

@@ -78,7 +78,8 @@ pub struct Upload {
     /// Conditions on the object's current generation.
     pub preconditions: Preconditions,
     /// Fields of the JSON resource the object keeps as given and the bucket
-    /// checks or completes ([`KEPT_FIELDS`]; `kmsKeyName` also from the query).
+    /// checks or completes ([`KEPT_FIELDS`]; `kmsKeyName` also from the query
+    /// or, in the XML API, a header).
     pub fields: Map<String, Value>,
 }
 
@@ -183,7 +184,8 @@ impl Upload {
 
     /// XML `PUT /{bucket}/{name}`: the body is the object; digests in `x-goog-hash`
     /// and `Content-MD5` (which wins for MD5), attributes in headers (see
-    /// [`ObjectAttributes::from_headers`]).
+    /// [`ObjectAttributes::from_headers`]), the Cloud KMS key in
+    /// `x-goog-encryption-kms-key-name`.
     pub fn xml_put(
         bucket: &str,
         name: &str,
@@ -197,10 +199,13 @@ impl Upload {
             declared.md5 = Some(md5.trim().to_string());
         }
         let given_type = header(headers, "content-type");
+        let key = header(headers, "x-goog-encryption-kms-key-name");
+        let fields = key.map(|k| ("kmsKeyName".to_string(), Value::String(k.to_string())));
         Upload {
             data,
             attributes: ObjectAttributes::from_headers(headers).map_err(Rejection::invalid)?,
             declared,
+            fields: fields.into_iter().collect(),
             ..Upload::new(Api::Xml, bucket, name, given_type, preconditions)
         }
         .named()
