@@ -19,7 +19,8 @@
 //! `FakeGcs::insert_object`, the bytes themselves. A noncurrent version costs the
 //! same plus 8 bytes (its time of deletion), and its name once per name: no
 //! version keeps bytes a live object would not have kept. A bucket keeps its
-//! metadata ([`BucketMeta`]) beside its objects.
+//! metadata ([`BucketMeta`]) and its managed folders ([`ManagedFolders`]) beside
+//! its objects; a bucket with a managed folder is not empty.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -30,7 +31,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value};
 
 use crate::metadata::retention::{self, Retention};
-use crate::metadata::{BucketMeta, DEFAULT_PROJECT, ObjectChanges, ObjectEdit};
+use crate::metadata::{BucketMeta, DEFAULT_PROJECT, ManagedFolders, ObjectChanges, ObjectEdit};
 use crate::wire::{
     DEFAULT_CONTENT_TYPE, ListPage, ListQuery, ObjectAttributes, ObjectMeta, ObjectRecord,
     Rejection, rfc3339_millis,
@@ -278,6 +279,7 @@ pub(crate) struct Bucket {
     pub(crate) objects: BTreeMap<String, StoredObject>,
     noncurrent: BTreeMap<String, Vec<Noncurrent>>,
     pub(crate) meta: BucketMeta,
+    pub(crate) folders: ManagedFolders,
 }
 
 /// Where a listing resumes: after this name and, within it, after this generation
@@ -301,6 +303,7 @@ impl Bucket {
             objects: BTreeMap::new(),
             noncurrent: BTreeMap::new(),
             meta: BucketMeta::new(project, created_unix_ms),
+            folders: ManagedFolders::default(),
         }
     }
 
@@ -326,9 +329,18 @@ impl Bucket {
         retention::check_change(self.object_retention(), None, given, false)
     }
 
-    /// Whether it holds nothing: no live object and no noncurrent version.
+    /// Whether it holds nothing: no live object, no noncurrent version, no
+    /// managed folder.
     pub(crate) fn is_empty(&self) -> bool {
-        self.objects.is_empty() && self.noncurrent.is_empty()
+        self.objects.is_empty() && self.noncurrent.is_empty() && self.folders.is_empty()
+    }
+
+    /// Whether an object (live or noncurrent) has a name starting with `prefix`.
+    pub(crate) fn holds_under(&self, prefix: &str) -> bool {
+        let from = (Bound::Included(prefix), Bound::Unbounded);
+        let under = |name: Option<&String>| name.is_some_and(|n| n.starts_with(prefix));
+        under(self.objects.range::<str, _>(from).next().map(|(n, _)| n))
+            || under(self.noncurrent.range::<str, _>(from).next().map(|(n, _)| n))
     }
 
     /// Makes `object` the live version of `name`; the one it replaces becomes

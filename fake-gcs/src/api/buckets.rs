@@ -100,8 +100,8 @@ impl Ctx<'_> {
     }
 
     /// `PATCH`, `PUT` or `DELETE` of a bucket, if its metageneration conditions
-    /// hold. A delete needs the bucket empty, of noncurrent versions too (409
-    /// otherwise).
+    /// hold. A delete needs the bucket empty, of noncurrent versions and managed
+    /// folders too (409 otherwise).
     pub(super) fn bucket_change(
         &mut self,
         bucket: &str,

@@ -10,10 +10,12 @@
 //! | `buckets.rs` | bucket insert, get, list, patch, update, delete, retention lock, IAM, notifications |
 //! | `acl.rs` | bucket, default object and object access control lists |
 //! | `objects.rs` | object patch, update, copy, rewrite and move |
+//! | `managed_folders.rs` | managed folders: insert, get, list, delete, IAM |
 //! | `projects.rs` | HMAC keys and the service account |
 
 mod acl;
 mod buckets;
+mod managed_folders;
 mod objects;
 mod projects;
 mod xml_multipart;
@@ -28,6 +30,7 @@ use serde_json::{Map, Value};
 use crate::bucket::Bucket;
 use crate::fake::{FakeGcs, NewObject, State};
 use crate::faults::Fault;
+use crate::metadata::managed_folder::folder_name;
 use crate::retry_test::Instruction;
 use crate::target::Target;
 use crate::wire::{
@@ -263,6 +266,16 @@ impl Ctx<'_> {
             MetaRoute::Notifications { bucket, id, verb } => {
                 self.notifications(bucket, id.as_deref(), *verb, data)
             }
+            MetaRoute::ManagedFolders {
+                bucket,
+                folder,
+                verb,
+            } => self.managed_folders(bucket, folder.as_deref(), *verb, data),
+            MetaRoute::ManagedFolderIam {
+                bucket,
+                folder,
+                set,
+            } => self.folder_iam(bucket, &folder_name(folder)?, *set, data),
             MetaRoute::Acl { .. } => self.acl(route, data),
             MetaRoute::Object { bucket, name, verb } => {
                 self.object_change(bucket, name, *verb, data)

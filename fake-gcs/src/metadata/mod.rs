@@ -12,10 +12,12 @@
 //! | `hmac.rs` | [`HmacKeys`]: HMAC keys per project, the service account |
 //! | `retention.rs` | object retention: its rules, the bucket's `objectRetention` |
 //! | `computed.rs` | the times autoclass, soft delete and encryption enforcement take effect |
+//! | `managed_folder.rs` | [`ManagedFolders`]: a bucket's managed folders and their IAM policies |
 
 mod acl;
 mod computed;
 mod hmac;
+pub(crate) mod managed_folder;
 mod object;
 pub(crate) mod retention;
 
@@ -25,6 +27,7 @@ use serde_json::{Map, Value, json};
 
 pub(crate) use acl::{Acl, Owner, entry_fields};
 pub(crate) use hmac::{HmacKeys, KeyFilter, service_account};
+pub(crate) use managed_folder::ManagedFolders;
 pub(crate) use object::{ObjectChanges, ObjectEdit};
 
 use crate::wire::{BUCKET_READ_ONLY_FIELDS, Rejection, bucket_etag, location_type, rfc3339_millis};

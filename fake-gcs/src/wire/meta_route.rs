@@ -1,6 +1,6 @@
 //! The JSON API's requests about resources other than object bytes: buckets
 //! (insert, patch, update, delete, retention lock, IAM), access control lists,
-//! notification configurations, object metadata (patch, update), copies,
+//! notification configurations, managed folders, object metadata (patch, update), copies,
 //! rewrites and moves, HMAC keys and the project's service account. [`MetaRoute::parse`]
 //! names the request; [`crate::wire::Route`] keeps the requests that move object
 //! bytes, and answers 404 for these (a server that serves them, such as the fake,
@@ -14,6 +14,7 @@
 //! | `/b/{b}/iam`, `/b/{b}/iam/testPermissions` | `GET`, `PUT`; `GET` |
 //! | `/b/{b}/acl[/{entity}]`, `/b/{b}/defaultObjectAcl[/{entity}]` | `GET`, `POST`; `GET`, `PUT`, `PATCH`, `DELETE` |
 //! | `/b/{b}/notificationConfigs[/{id}]` | `GET`, `POST`; `GET`, `DELETE` |
+//! | `/b/{b}/managedFolders[/{f}]`, `/b/{b}/managedFolders/{f}/iam` | `GET`, `POST`; `GET`, `DELETE`; `GET`, `PUT` |
 //! | `/b/{b}/o/{o}` | `PATCH`, `PUT` |
 //! | `/b/{b}/o/{o}/acl[/{entity}]` | as the bucket's |
 //! | `/b/{b}/o/{o}/copyTo/b/{b}/o/{o}`, `.../rewriteTo/b/{b}/o/{o}` | `POST` |
@@ -105,6 +106,25 @@ pub enum MetaRoute {
         id: Option<String>,
         /// What is done.
         verb: Verb,
+    },
+    /// A bucket's managed folders or one of them (its name percent-decoded, as
+    /// given: the API adds the trailing `/`).
+    ManagedFolders {
+        /// The bucket.
+        bucket: String,
+        /// The folder, for [`Verb::Get`] and [`Verb::Delete`].
+        folder: Option<String>,
+        /// What is done.
+        verb: Verb,
+    },
+    /// `GET` (`set: false`) or `PUT` (`set: true`) of a managed folder's IAM policy.
+    ManagedFolderIam {
+        /// The bucket.
+        bucket: String,
+        /// The folder.
+        folder: String,
+        /// Whether the policy is replaced.
+        set: bool,
     },
     /// `PATCH` ([`Verb::Patch`]) or `PUT` ([`Verb::Update`]) of an object's metadata.
     Object {
@@ -198,6 +218,14 @@ impl MetaRoute {
                 Verb::Delete => Op::NotificationsDelete,
                 _ => Op::NotificationsGet,
             },
+            MetaRoute::ManagedFolders { verb, .. } => match verb {
+                Verb::List => Op::ManagedFoldersList,
+                Verb::Insert => Op::ManagedFoldersInsert,
+                Verb::Delete => Op::ManagedFoldersDelete,
+                _ => Op::ManagedFoldersGet,
+            },
+            MetaRoute::ManagedFolderIam { set: false, .. } => Op::ManagedFoldersGetIamPolicy,
+            MetaRoute::ManagedFolderIam { set: true, .. } => Op::ManagedFoldersSetIamPolicy,
             MetaRoute::Object { verb, .. } => match verb {
                 Verb::Update => Op::ObjectsUpdate,
                 _ => Op::ObjectsPatch,
@@ -225,6 +253,8 @@ impl MetaRoute {
             | MetaRoute::TestIamPermissions { bucket }
             | MetaRoute::Acl { bucket, .. }
             | MetaRoute::Notifications { bucket, .. }
+            | MetaRoute::ManagedFolders { bucket, .. }
+            | MetaRoute::ManagedFolderIam { bucket, .. }
             | MetaRoute::Object { bucket, .. }
             | MetaRoute::Copy { bucket, .. }
             | MetaRoute::Move { bucket, .. } => Some(bucket),
@@ -374,6 +404,7 @@ impl Parser<'_> {
             ("acl", entity) => self.acl(AclScope::Bucket, bucket, None, entity),
             ("defaultObjectAcl", entity) => self.acl(AclScope::DefaultObject, bucket, None, entity),
             ("notificationConfigs", id) => self.notifications(bucket, id),
+            ("managedFolders", rest) => self.managed_folders(bucket, rest),
             ("o", _) => return None,
             _ => Err(self.not_found()),
         };
@@ -416,6 +447,44 @@ impl Parser<'_> {
         Ok(MetaRoute::Notifications {
             bucket,
             id: member.map(|i| self.decode(i)).transpose()?,
+            verb,
+        })
+    }
+
+    /// `managedFolders[/{folder}[/iam]]`: names arrive percent-encoded, so a
+    /// literal `/` separates the folder from `iam`.
+    fn managed_folders(&self, bucket: String, rest: Option<&str>) -> Result<MetaRoute, Route> {
+        let member = rest.filter(|r| !r.is_empty());
+        let Some(member) = member else {
+            let verb = self.verb(false, &[Verb::List, Verb::Insert])?;
+            let folder = None;
+            return Ok(MetaRoute::ManagedFolders {
+                bucket,
+                folder,
+                verb,
+            });
+        };
+        if let Some(folder) = member.strip_suffix("/iam") {
+            let set = match *self.method {
+                Method::GET => false,
+                Method::PUT => true,
+                _ => return Err(self.not_found()),
+            };
+            let folder = self.decode(folder)?;
+            return Ok(MetaRoute::ManagedFolderIam {
+                bucket,
+                folder,
+                set,
+            });
+        }
+        if member.contains('/') {
+            return Err(self.not_found());
+        }
+        let verb = self.verb(true, &[Verb::Get, Verb::Delete])?;
+        let folder = Some(self.decode(member)?);
+        Ok(MetaRoute::ManagedFolders {
+            bucket,
+            folder,
             verb,
         })
     }
@@ -562,6 +631,30 @@ mod tests {
             "/storage/v1/b/bkt/lockRetentionPolicy"
         ));
         assert!(not_found(Method::GET, "/storage/v1/b/bkt/anywhere"));
+        let folder = route(Method::DELETE, "/storage/v1/b/bkt/managedFolders/a%2Fb%2F");
+        assert_eq!(folder.operation(), Operation::ManagedFoldersDelete);
+        let expected = MetaRoute::ManagedFolders {
+            bucket: "bkt".into(),
+            folder: Some("a/b/".into()),
+            verb: Verb::Delete,
+        };
+        assert_eq!(folder, expected);
+        assert_eq!(
+            route(Method::PUT, "/storage/v1/b/bkt/managedFolders/a%2F/iam").operation(),
+            Operation::ManagedFoldersSetIamPolicy
+        );
+        assert_eq!(
+            route(Method::GET, "/storage/v1/b/bkt/managedFolders").operation(),
+            Operation::ManagedFoldersList
+        );
+        assert!(not_found(
+            Method::PATCH,
+            "/storage/v1/b/bkt/managedFolders/a"
+        ));
+        assert!(not_found(
+            Method::GET,
+            "/storage/v1/b/bkt/managedFolders/a/b"
+        ));
     }
 
     #[test]

@@ -112,6 +112,18 @@ operations! {
     ObjectsRewrite => "storage.objects.rewrite", true;
     /// `storage.objects.move`: `POST .../o/{object}/moveTo/o/{object}`.
     ObjectsMove => "storage.objects.move", true;
+    /// `storage.managedFolders.insert`: `POST /storage/v1/b/{bucket}/managedFolders`.
+    ManagedFoldersInsert => "storage.managedFolders.insert", true;
+    /// `storage.managedFolders.get`: `GET .../managedFolders/{folder}`.
+    ManagedFoldersGet => "storage.managedFolders.get", false;
+    /// `storage.managedFolders.list`: `GET .../managedFolders`.
+    ManagedFoldersList => "storage.managedFolders.list", false;
+    /// `storage.managedFolders.delete`: `DELETE .../managedFolders/{folder}`.
+    ManagedFoldersDelete => "storage.managedFolders.delete", true;
+    /// `storage.managedFolders.getIamPolicy`: `GET .../managedFolders/{folder}/iam`.
+    ManagedFoldersGetIamPolicy => "storage.managedFolders.getIamPolicy", false;
+    /// `storage.managedFolders.setIamPolicy`: `PUT .../managedFolders/{folder}/iam`.
+    ManagedFoldersSetIamPolicy => "storage.managedFolders.setIamPolicy", true;
     /// `storage.object_acl.list`: `GET .../o/{object}/acl`.
     ObjectAclList => "storage.object_acl.list", false;
     /// `storage.object_acl.get`: `GET .../o/{object}/acl/{entity}`.
