@@ -74,7 +74,7 @@
 //! | `serve.rs` | connections: any byte stream, or a real listener |
 //! | `target.rs` | what a request asks for: the fake's control API, the testbench's, or Cloud Storage's |
 //! | `handler.rs` | one request: its fault decided and applied, its body read, its fate recorded |
-//! | `api/` | the JSON and XML APIs against the state, under the lock (`mod.rs`: object bytes; `buckets.rs`, `acl.rs`, `objects.rs`, `projects.rs`: metadata calls) |
+//! | `api/` | the JSON and XML APIs against the state, under the lock (`mod.rs`: object bytes; `buckets.rs`, `acl.rs`, `objects.rs`, `managed_folders.rs`, `projects.rs`: metadata calls) |
 //! | `bucket.rs` | what a bucket holds (live objects, noncurrent versions), listing in name order |
 //! | `metadata/` | bucket metadata (fields, metageneration, IAM, notifications), ACLs, object edits, HMAC keys |
 //! | `faults/` | [`FaultPlan`]: fault windows and capacity, one seeded RNG |
