@@ -1,6 +1,7 @@
 //! What Cloud Storage enforces and computes, as the fake does it (issue 41): holds
 //! and retention policies that refuse deletes and overwrites, a bucket's
-//! `defaultEventBasedHold`, `retentionExpirationTime`; object retention.
+//! `defaultEventBasedHold`, `retentionExpirationTime`; object retention; legacy
+//! ACLs refused in a bucket with uniform bucket-level access.
 
 mod common;
 
@@ -305,4 +306,45 @@ async fn object_retention_is_kept_enforced_and_shortened_only_with_the_override(
     clock.advance(Duration::from_secs(60));
     let deleted = call(&base, Method::DELETE, "/storage/v1/b/ret/o/r", Value::Null).await;
     expect(&deleted, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn acl_calls_are_refused_once_uniform_bucket_level_access_is_on() {
+    let (_fake, _clock, base) = manual_fake(config(true)).await;
+    let made = call(
+        &base,
+        Method::POST,
+        "/storage/v1/b?project=p",
+        json!({ "name": "acls" }),
+    )
+    .await;
+    expect(&made, StatusCode::OK);
+    expect(&upload(&base, "acls", "o", "data").await, StatusCode::OK);
+    let paths = [
+        "/storage/v1/b/acls/acl",
+        "/storage/v1/b/acls/defaultObjectAcl",
+        "/storage/v1/b/acls/o/o/acl",
+    ];
+    for path in paths {
+        expect(
+            &call(&base, Method::GET, path, Value::Null).await,
+            StatusCode::OK,
+        );
+    }
+    let uniform =
+        json!({ "iamConfiguration": { "uniformBucketLevelAccess": { "enabled": true } } });
+    let patched = call(&base, Method::PATCH, "/storage/v1/b/acls", uniform).await;
+    expect(&patched, StatusCode::OK);
+    for path in paths {
+        let refused = call(&base, Method::GET, path, Value::Null).await;
+        expect(&refused, StatusCode::BAD_REQUEST);
+        assert!(
+            message(&refused).contains("uniform bucket-level access is enabled"),
+            "{path}: {}",
+            refused.text()
+        );
+    }
+    let entry = json!({ "entity": "allUsers", "role": "READER" });
+    let insert = call(&base, Method::POST, "/storage/v1/b/acls/o/o/acl", entry).await;
+    expect(&insert, StatusCode::BAD_REQUEST);
 }

@@ -3,6 +3,8 @@
 //! when new, as the storage-testbench does); delete removes it (404 when absent).
 //! A change counts a metageneration of the bucket or the object. An object's ACL
 //! calls take `generation` (a noncurrent version's ACL, in a versioned bucket).
+//! In a bucket with uniform bucket-level access every ACL call is 400, reads
+//! included, as the service refuses them (its IAM policy alone grants access).
 
 use serde_json::{Map, Value};
 
@@ -27,6 +29,9 @@ impl Ctx<'_> {
         let generation = self.generation_param("generation")?;
         let (base, now_ms) = (self.base.clone(), self.now_ms);
         let b = self.existing(bucket)?;
+        if b.meta.uniform_access() {
+            return Err(legacy_acl_refused(*scope));
+        }
         let request = Request {
             entity: entity.as_deref(),
             verb: *verb,
@@ -110,4 +115,19 @@ impl Request<'_> {
             }
         }
     }
+}
+
+/// The service's 400 for an ACL call in a bucket with uniform bucket-level access.
+fn legacy_acl_refused(scope: AclScope) -> Rejection {
+    let of = match scope {
+        AclScope::Object => "an object",
+        _ => "a bucket",
+    };
+    Rejection::status(
+        400,
+        format!(
+            "Cannot use legacy ACL for {of} when uniform bucket-level access is enabled. \
+             Read more at https://cloud.google.com/storage/docs/uniform-bucket-level-access"
+        ),
+    )
 }

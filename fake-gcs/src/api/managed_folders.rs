@@ -9,7 +9,6 @@
 use serde_json::{Map, Value, json};
 
 use super::{Ctx, Served};
-use crate::bucket::Bucket;
 use crate::metadata::managed_folder::{folder_name, no_such_folder};
 use crate::wire::{Conditions, Rejection, Reply, Verb};
 
@@ -43,7 +42,7 @@ impl Ctx<'_> {
         let name = folder_name(given)?;
         let now_ms = self.now_ms;
         let b = self.existing(bucket)?;
-        if !uniform_access(b) {
+        if !b.meta.uniform_access() {
             return Err(Rejection::invalid(
                 "Managed folders can only be created in buckets with uniform \
                  bucket-level access enabled.",
@@ -129,14 +128,4 @@ impl Ctx<'_> {
         }
         Ok(Reply::json(200, &answer).into())
     }
-}
-
-/// Whether `iamConfiguration.uniformBucketLevelAccess.enabled` is on.
-fn uniform_access(bucket: &Bucket) -> bool {
-    let config = bucket.meta.fields.get("iamConfiguration");
-    let uniform = config.and_then(|c| c.get("uniformBucketLevelAccess"));
-    uniform
-        .and_then(|u| u.get("enabled"))
-        .and_then(Value::as_bool)
-        == Some(true)
 }

@@ -62,6 +62,17 @@ pub(crate) enum Change {
 }
 
 impl BucketMeta {
+    /// Whether `iamConfiguration.uniformBucketLevelAccess.enabled` is on: then the
+    /// bucket's IAM policy alone grants access, and its legacy ACLs cannot be used.
+    pub(crate) fn uniform_access(&self) -> bool {
+        let config = self.fields.get("iamConfiguration");
+        let uniform = config.and_then(|c| c.get("uniformBucketLevelAccess"));
+        uniform
+            .and_then(|u| u.get("enabled"))
+            .and_then(Value::as_bool)
+            == Some(true)
+    }
+
     /// A bucket created at `now_ms` in `project`, with nothing set.
     pub(crate) fn new(project: &str, now_ms: u64) -> Self {
         Self {
