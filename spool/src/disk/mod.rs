@@ -76,12 +76,40 @@ pub struct Prepared {
     pub listings: Vec<Names>,
 }
 
+/// A step of [`Disk::prepare`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrepareStep {
+    /// Creating a directory (with its missing parents).
+    CreateDirectory,
+    /// Syncing the spool's directory.
+    SyncDirectory,
+    /// Taking the lock.
+    Lock,
+    /// Listing a directory.
+    List,
+    /// Handing the whole call to another thread.
+    HandOff,
+}
+
+impl PrepareStep {
+    /// What the step does, as an error message says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrepareStep::CreateDirectory => "create directory",
+            PrepareStep::SyncDirectory => "sync directory",
+            PrepareStep::Lock => "lock",
+            PrepareStep::List => "list",
+            PrepareStep::HandOff => "prepare",
+        }
+    }
+}
+
 /// The step of [`Disk::prepare`] that failed.
 #[derive(Debug, thiserror::Error)]
-#[error("{op} {}: {source}", path.display())]
+#[error("{} {}: {source}", step.as_str(), path.display())]
 pub struct PrepareError {
-    /// What was being done (`create directory`, `sync directory`, `lock`, `list`).
-    pub op: &'static str,
+    /// What was being done.
+    pub step: PrepareStep,
     /// The directory or lock file concerned.
     pub path: PathBuf,
     /// The underlying error.
@@ -93,9 +121,9 @@ pub type PrepareFuture<'a> =
     Pin<Box<dyn Future<Output = Result<Prepared, PrepareError>> + Send + 'a>>;
 
 /// Names the step of [`Disk::prepare`] an error came from.
-fn failed<'p>(op: &'static str, path: &'p Path) -> impl FnOnce(io::Error) -> PrepareError + 'p {
+fn failed<'p>(step: PrepareStep, path: &'p Path) -> impl FnOnce(io::Error) -> PrepareError + 'p {
     move |source| PrepareError {
-        op,
+        step,
         path: path.to_path_buf(),
         source,
     }
@@ -172,13 +200,20 @@ pub trait Disk: Send + Sync + 'static {
     fn prepare<'a>(&'a self, plan: &'a DirPlan) -> PrepareFuture<'a> {
         Box::pin(async move {
             for dir in &plan.create {
-                (self.create_dir_all(dir).await).map_err(failed("create directory", dir))?;
+                (self.create_dir_all(dir).await)
+                    .map_err(failed(PrepareStep::CreateDirectory, dir))?;
             }
-            (self.sync_dir(&plan.dir).await).map_err(failed("sync directory", &plan.dir))?;
-            let lock = (self.lock(&plan.lock).await).map_err(failed("lock", &plan.lock))?;
+            (self.sync_dir(&plan.dir).await)
+                .map_err(failed(PrepareStep::SyncDirectory, &plan.dir))?;
+            let lock =
+                (self.lock(&plan.lock).await).map_err(failed(PrepareStep::Lock, &plan.lock))?;
             let mut listings = Vec::with_capacity(plan.list.len());
             for dir in &plan.list {
-                listings.push(self.list(dir).await.map_err(failed("list", dir))?);
+                listings.push(
+                    self.list(dir)
+                        .await
+                        .map_err(failed(PrepareStep::List, dir))?,
+                );
             }
             Ok(Prepared { lock, listings })
         })
@@ -326,7 +361,7 @@ impl Disk for StdDisk {
         let owned = plan.clone();
         Box::pin(async move {
             let prepared = blocking(move || Ok(prepare_now(&owned))).await;
-            prepared.map_err(failed("prepare", &plan.dir))?
+            prepared.map_err(failed(PrepareStep::HandOff, &plan.dir))?
         })
     }
 
@@ -379,13 +414,13 @@ impl Disk for StdDisk {
 /// [`Disk::prepare`] on the real file system, on the calling thread.
 fn prepare_now(plan: &DirPlan) -> Result<Prepared, PrepareError> {
     for dir in &plan.create {
-        create_dir_all_durably(dir).map_err(failed("create directory", dir))?;
+        create_dir_all_durably(dir).map_err(failed(PrepareStep::CreateDirectory, dir))?;
     }
     (File::open(&plan.dir).and_then(|d| d.sync_all()))
-        .map_err(failed("sync directory", &plan.dir))?;
-    let lock = lock_file(&plan.lock).map_err(failed("lock", &plan.lock))?;
+        .map_err(failed(PrepareStep::SyncDirectory, &plan.dir))?;
+    let lock = lock_file(&plan.lock).map_err(failed(PrepareStep::Lock, &plan.lock))?;
     let listings = (plan.list.iter())
-        .map(|dir| Names::of_dir(dir).map_err(failed("list", dir)))
+        .map(|dir| Names::of_dir(dir).map_err(failed(PrepareStep::List, dir)))
         .collect::<Result<_, _>>()?;
     Ok(Prepared {
         lock: DiskLock::new(lock),

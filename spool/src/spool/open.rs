@@ -26,7 +26,7 @@ use super::layout::{
 };
 use super::{Inner, Meta, Spool, SpoolConfig, SpoolDir, State};
 use crate::clock::Clock;
-use crate::disk::{DirPlan, Disk, DiskLock, Names, Prepared};
+use crate::disk::{DirPlan, Disk, DiskLock, Names, PrepareStep, Prepared};
 use crate::error::OpenError;
 use crate::metrics::Metrics;
 
@@ -171,13 +171,13 @@ async fn prepare(
         ],
     };
     let Prepared { lock, listings } = disk.prepare(&plan).await.map_err(|e| {
-        if e.op == "lock" && e.source.kind() == io::ErrorKind::WouldBlock {
+        if e.step == PrepareStep::Lock && e.source.kind() == io::ErrorKind::WouldBlock {
             OpenError::Locked {
                 dir: dir.to_path_buf(),
                 message: e.source.to_string(),
             }
         } else {
-            io_err(e.op, &e.path)(e.source)
+            io_err(e.step.as_str(), &e.path)(e.source)
         }
     })?;
     let [quarantine, dead_letter, entries] = <[Names; 3]>::try_from(listings).map_err(|l| {

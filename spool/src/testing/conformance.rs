@@ -5,7 +5,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::disk::{Contents, DirPlan, Disk};
+use crate::disk::{Contents, DirPlan, Disk, PrepareStep};
 
 /// Runs every check in a fresh, empty directory `root` that `disk` can write to.
 pub async fn run_all(disk: &dyn Disk, root: &Path) {
@@ -317,8 +317,8 @@ pub async fn prepare_creates_locks_and_lists_in_one_call(disk: &dyn Disk, dir: &
         .await
         .expect_err("a second lock was granted");
     assert_eq!(
-        (err.op, &*err.path),
-        ("lock", &*plan.lock),
+        (err.step, &*err.path),
+        (PrepareStep::Lock, &*plan.lock),
         "{}",
         err.source
     );
