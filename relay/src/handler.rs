@@ -128,7 +128,7 @@ async fn pass_on(
     let api = forward.route.api();
     if matches!(forward.op, Op::Metadata | Op::Media)
         && let Some(name) = forward.route.object()
-        && let Some(found) = relay.spooled(name).await
+        && let Some(found) = relay.spooled(name)
     {
         return match forward.op {
             Op::Metadata => {
@@ -163,7 +163,7 @@ async fn pass_on(
         }
     }
     if let Op::List(list_api) = forward.op {
-        let spooled = relay.spooled_objects().still_spooled(relay.spool()).await;
+        let spooled = relay.spooled_objects().still_spooled(relay.spool());
         if !spooled.is_empty() {
             let merging = crate::listing::Merging {
                 api: list_api,

@@ -284,8 +284,8 @@ impl Relay {
 
     /// The object `name`, when this relay answered it `spooled` and the spool still
     /// holds it.
-    pub(crate) async fn spooled(&self, name: &str) -> Option<Found> {
-        self.inner.spooled.find(self.spool(), name).await
+    pub(crate) fn spooled(&self, name: &str) -> Option<Found> {
+        self.inner.spooled.find(self.spool(), name)
     }
 
     /// The objects this relay answered `spooled` that the spool still holds.

@@ -122,7 +122,7 @@ impl SpooledObjects {
 
     /// The spooled object `name`, if the relay acknowledged it and its entry is
     /// still in the spool.
-    pub(crate) async fn find(&self, spool: &Spool, name: &str) -> Option<Found> {
+    pub(crate) fn find(&self, spool: &Spool, name: &str) -> Option<Found> {
         let known = {
             let by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
             by_name.get(name)?.clone()
@@ -148,7 +148,7 @@ impl SpooledObjects {
 impl SpooledObjects {
     /// Every object acknowledged as spooled whose entry is still in `entries/`,
     /// with its entry's sequence number, in name order; the others are forgotten.
-    pub(crate) async fn still_spooled(&self, spool: &Spool) -> Vec<(ObjectRecord, u64)> {
+    pub(crate) fn still_spooled(&self, spool: &Spool) -> Vec<(ObjectRecord, u64)> {
         let known = self.known();
         if known.is_empty() {
             return Vec::new();
@@ -185,7 +185,7 @@ impl SpooledObjects {
             return TakenBack::NotSpooled;
         };
         let Some(claim) = spool.claim_entry(seq) else {
-            return match self.find(spool, name).await {
+            return match self.find(spool, name) {
                 Some(_) => TakenBack::Delivering,
                 None => TakenBack::NotSpooled,
             };

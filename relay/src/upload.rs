@@ -116,7 +116,7 @@ impl Relay {
             return Err(Rejection::BadDigest(mismatch));
         }
         let _turn = self.spooled_objects().finishing(&upload.name).await;
-        if let Some(spooled) = self.spooled(&upload.name).await {
+        if let Some(spooled) = self.spooled(&upload.name) {
             if let Sink::Staged(staged) = sink {
                 staged.discard().await;
             }
