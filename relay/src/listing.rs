@@ -25,6 +25,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use fake_gcs::wire::xml_escape as escape;
 use fake_gcs::wire::{Api, ListQuery, ObjectRecord, Query, Rejection, Reply, encode_component};
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
@@ -348,14 +349,6 @@ fn unescape(text: &str) -> String {
         .replace("&apos;", "'")
         .replace("&#39;", "'")
         .replace("&amp;", "&")
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&apos;")
 }
 
 /// The upstream's entries (those past the resume point) and the spooled objects

@@ -482,6 +482,56 @@ async fn a_file_upstream_answers_gets_ranges_lists_and_deletes_in_cloud_storages
 }
 
 #[tokio::test]
+async fn object_stores_own_gcs_client_lists_and_reads_a_file_upstream_through_the_relay() {
+    // object_store's GCS client lists with the XML API (`list-type=2`): the relay
+    // answers it from a `file://` upstream too, pages included.
+    use futures::TryStreamExt as _;
+    use object_store::{ObjectStore as _, ObjectStoreExt as _, path::Path};
+    let root = tempfile::tempdir().unwrap();
+    let h = over_a_directory(root.path()).await;
+    let client = spool::connect::store_from_url(&format!("gs://{BUCKET}"), Some(&h.base)).unwrap();
+    let names = ["p/a", "p/d/1", "p/d/2", "p/e & f", "q"];
+    for name in names {
+        client
+            .put(&Path::from(name), format!("bytes of {name}").into())
+            .await
+            .unwrap();
+    }
+    let all: Vec<String> = (client.list(None).map_ok(|meta| meta.location.to_string()))
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(all, strings(&names));
+    let folded = client
+        .list_with_delimiter(Some(&Path::from("p")))
+        .await
+        .unwrap();
+    let objects: Vec<String> = folded
+        .objects
+        .iter()
+        .map(|m| m.location.to_string())
+        .collect();
+    let prefixes: Vec<String> = folded
+        .common_prefixes
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    assert_eq!(
+        (objects, prefixes),
+        (strings(&["p/a", "p/e & f"]), strings(&["p/d"]))
+    );
+    let after: Vec<String> = (client.list_with_offset(None, &Path::from("p/d/1")))
+        .map_ok(|meta| meta.location.to_string())
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(after, strings(&["p/d/2", "p/e & f", "q"]));
+    let read = client.get(&Path::from("p/e & f")).await.unwrap();
+    assert_eq!(&read.bytes().await.unwrap()[..], b"bytes of p/e & f");
+    h.stopped().await;
+}
+
+#[tokio::test]
 async fn a_download_reaches_the_client_before_the_upstream_has_sent_it_all() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -86,10 +86,11 @@ pub use bucket::{
 /// Percent-encoding of names in URLs and its inverse, the download `Range` header
 /// and the list parameters: exported for the fuzz targets (fuzz/).
 pub use encoding::{decode_path, encode_component};
-pub use list::{ListQuery, NameGlob};
-pub use range::resolve_range;
-// The fake's own use: a relay answers reads and lists from upstream.
-pub(crate) use encoding::{rfc3339_millis, xml_escape};
+/// XML text and times as the XML API writes them: a relay answering lists from
+/// another store renders them the same way.
+pub use encoding::{http_date, rfc3339_millis, xml_escape};
 pub(crate) use list::ListPage;
+pub use list::{ListQuery, NameGlob};
 pub(crate) use object::etag_matches;
+pub use range::resolve_range;
 pub(crate) use upload::content_type;

@@ -9,7 +9,7 @@
 //! | upstream | how | what |
 //! |---|---|---|
 //! | Cloud Storage, or an emulator (`gs://` with `--endpoint`) | `http.rs`: the request forwarded over HTTP(S) with the relay's credentials (none to an emulator) | every route: the status, every header that is not hop-by-hop, and the body, streamed both ways |
-//! | any `object_store` (`file://`) | `store.rs`: answered through the `ObjectStore` trait in Cloud Storage's JSON shapes | object metadata, bytes (with `Range`), XML `GET`/`HEAD`, JSON lists, deletes; 501 naming the route for the rest |
+//! | any `object_store` (`file://`) | `store.rs`: answered through the `ObjectStore` trait in Cloud Storage's JSON shapes | object metadata, bytes (with `Range`), XML `GET`/`HEAD`, JSON and XML lists, deletes; 501 naming the route for the rest |
 //! | none ([`PassThrough::off`], the library's default) | | 501, as before: the relay serves uploads only |
 //!
 //! What it promises:

@@ -1,7 +1,8 @@
 //! A `file://` (any `object_store`) upstream answered in Cloud Storage's JSON
 //! shapes: an object's resource, its bytes (one `Range`), the XML API's `GET` and
 //! `HEAD`, a JSON list (prefix, delimiter, `maxResults`, `pageToken`,
-//! `startOffset`, `endOffset`, `matchGlob`) and a delete. The rest is 501 naming the route: a store has no
+//! `startOffset`, `endOffset`, `matchGlob`), an XML list (`list-type=2`: prefix,
+//! delimiter, `max-keys`, `continuation-token`, `start-after`) and a delete. The rest is 501 naming the route: a store has no
 //! generations, metadata patches or compose.
 //!
 //! An object's generation is its modification time in microseconds; it has no
@@ -36,17 +37,16 @@ pub(super) async fn answer(
         }
         Op::Media => return media(store, name, forward.headers).await,
         Op::Head => object_headers(Reply::new(200), &store.head(&path(name)?).await?),
-        Op::List(Api::Json) => list(store, forward.base, bucket, forward.query).await?,
+        Op::List(api) => list(store, api, forward.base, bucket, forward.query).await?,
         Op::Delete(_) => {
             store.delete(&path(name)?).await?;
             Reply::new(204)
         }
-        op @ (Op::List(Api::Xml) | Op::Other) => {
+        op @ Op::Other => {
             return Err(PassError::NotServed {
                 route: op.name(),
                 upstream: store.to_string(),
-                why: "an object_store upstream answers object GET, HEAD, JSON lists and \
-                      DELETE only"
+                why: "an object_store upstream answers object GET, HEAD, lists and DELETE only"
                     .into(),
             });
         }
@@ -99,6 +99,10 @@ fn object_headers(reply: Reply, meta: &ObjectMeta) -> Reply {
         .header("x-goog-generation", generation)
         .header("x-goog-metageneration", "1")
         .header("x-goog-stored-content-length", meta.size.to_string())
+        .header(
+            "last-modified",
+            fake_gcs::wire::http_date(meta.last_modified.timestamp_millis().max(0) as u64),
+        )
         .header("accept-ranges", "bytes");
     if let Some(etag) = &meta.e_tag {
         reply = reply.header("etag", format!("\"{etag}\""));
@@ -141,17 +145,27 @@ async fn media(
     Ok(reply.into_response(body))
 }
 
-/// One page of the JSON list `query` asks for.
+/// One page of the list `query` asks for, in `api`'s shape.
 async fn list(
     store: &dyn ObjectStore,
+    api: Api,
     base: &str,
     bucket: &str,
     query: &fake_gcs::wire::Query,
 ) -> Result<Reply, PassError> {
-    let asked = ListQuery::parse(Api::Json, query, MAX_LIST_RESULTS).map_err(PassError::Refused)?;
+    let asked = ListQuery::parse(api, query, MAX_LIST_RESULTS).map_err(PassError::Refused)?;
     let mut objects = listed(store, &asked.prefix).await?;
     objects.sort_by(|a, b| a.location.as_ref().cmp(b.location.as_ref()));
     let page = page(&objects, &asked);
+    let token = (page.resume_after.as_ref()).map(|after| URL_SAFE_NO_PAD.encode(after.as_bytes()));
+    Ok(match api {
+        Api::Json => Reply::json(200, &json_page(&page, base, bucket, token)),
+        Api::Xml => Reply::xml(200, xml_page(&page, bucket, &asked, token)),
+    })
+}
+
+/// A JSON API list page (`storage#objects`).
+fn json_page(page: &Page<'_>, base: &str, bucket: &str, token: Option<String>) -> Value {
     let mut body = json!({ "kind": "storage#objects" });
     if !page.items.is_empty() {
         let items: Vec<Value> = (page.items.iter())
@@ -162,10 +176,60 @@ async fn list(
     if !page.prefixes.is_empty() {
         body["prefixes"] = json!(page.prefixes);
     }
-    if let Some(after) = page.resume_after {
-        body["nextPageToken"] = Value::String(URL_SAFE_NO_PAD.encode(after.as_bytes()));
+    if let Some(token) = token {
+        body["nextPageToken"] = Value::String(token);
     }
-    Ok(Reply::json(200, &body))
+    body
+}
+
+/// An XML API list page (`ListBucketResult`, as `list-type=2` gives it: the form
+/// `object_store`'s own GCS client reads).
+fn xml_page(page: &Page<'_>, bucket: &str, asked: &ListQuery, token: Option<String>) -> String {
+    use std::fmt::Write as _;
+    let esc = fake_gcs::wire::xml_escape;
+    let mut xml = String::from("<?xml version='1.0' encoding='UTF-8'?>");
+    xml.push_str("<ListBucketResult xmlns=\"http://doc.s3.amazonaws.com/2006-03-01\">");
+    let _ = write!(
+        xml,
+        "<Name>{}</Name><Prefix>{}</Prefix><KeyCount>{}</KeyCount><MaxKeys>{}</MaxKeys>",
+        esc(bucket),
+        esc(&asked.prefix),
+        page.items.len() + page.prefixes.len(),
+        asked.max
+    );
+    if let Some(delimiter) = &asked.delimiter {
+        let _ = write!(xml, "<Delimiter>{}</Delimiter>", esc(delimiter));
+    }
+    let _ = write!(xml, "<IsTruncated>{}</IsTruncated>", token.is_some());
+    if let Some(token) = &token {
+        let _ = write!(
+            xml,
+            "<NextContinuationToken>{token}</NextContinuationToken>"
+        );
+    }
+    for meta in &page.items {
+        let generation = meta.last_modified.timestamp_micros();
+        let etag = meta.e_tag.clone().unwrap_or_else(|| generation.to_string());
+        let _ = write!(
+            xml,
+            "<Contents><Key>{}</Key><Generation>{generation}</Generation>\
+             <MetaGeneration>1</MetaGeneration><LastModified>{}</LastModified>\
+             <ETag>\"{}\"</ETag><Size>{}</Size></Contents>",
+            esc(meta.location.as_ref()),
+            fake_gcs::wire::rfc3339_millis(meta.last_modified.timestamp_millis().max(0) as u64),
+            esc(&etag),
+            meta.size
+        );
+    }
+    for prefix in &page.prefixes {
+        let _ = write!(
+            xml,
+            "<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>",
+            esc(prefix)
+        );
+    }
+    xml.push_str("</ListBucketResult>");
+    xml
 }
 
 /// Every object whose name starts with `prefix` (the store lists by directory:
