@@ -69,6 +69,53 @@ pub struct ReopenCheck {
     pub open_error: Option<String>,
 }
 
+/// What a read through the relay got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadAnswer {
+    /// 200 with these bytes (their length and crc32c); `from_spool` when the relay
+    /// said it served them from its spool (`x-spool-outcome: spooled`).
+    Bytes {
+        /// Length in bytes.
+        len: u64,
+        /// crc32c of the bytes.
+        crc32c: u32,
+        /// Served from the relay's spool, not the bucket.
+        from_spool: bool,
+    },
+    /// 404: no such object, through the relay.
+    NotFound,
+    /// Any other failure (a 503 passed through, no connection, no answer).
+    Failed,
+}
+
+/// A read through the relay (`[relay] reads_per_write`) of one write's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayRead {
+    /// The reading host (the write's producer).
+    pub host: u32,
+    /// The write read.
+    pub seq: u64,
+    /// Milliseconds from t = 0 when the read was sent.
+    pub issued_ms: u32,
+    /// What it got.
+    pub answer: ReadAnswer,
+}
+
+/// A list through the relay (`[relay] lists_per_write`): every page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayList {
+    /// The listing host.
+    pub host: u32,
+    /// The prefix listed.
+    pub prefix: String,
+    /// Milliseconds from t = 0 when the list was sent.
+    pub issued_ms: u32,
+    /// Milliseconds from t = 0 when its last page came back.
+    pub answered_ms: u32,
+    /// The names listed, in the order given; `None` when a page failed.
+    pub names: Option<Vec<String>>,
+}
+
 /// Everything recorded during a run.
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
@@ -93,6 +140,10 @@ pub struct Recorder {
     /// never reached the relay (it was down: connection refused). The relay's
     /// counters never saw them.
     pub relay_unreached: u64,
+    /// Reads through the relay, in the order they were answered.
+    pub relay_reads: Vec<RelayRead>,
+    /// Lists through the relay, in the order they were answered.
+    pub relay_lists: Vec<RelayList>,
 }
 
 impl Recorder {

@@ -31,4 +31,7 @@ pub mod purpose {
     /// A fault window's drawn start and length (`[[fault]] from`/`length` as
     /// distributions).
     pub const FAULT_SHAPE: u64 = 7;
+    /// A host boot's reads and lists through the relay (`[relay] reads_per_write`,
+    /// `lists_per_write`): their own stream, so turning them on changes no write.
+    pub const RELAY_READS: u64 = 8;
 }

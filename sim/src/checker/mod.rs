@@ -14,11 +14,13 @@
 //! | `gauges_match_disk_after_reopen` | after every open, `spool_files`/`spool_bytes` equal the entry files on the simulated disk; the final inventory's reopen (faults off) succeeds |
 //! | `set_aside_only_for_a_reason` | an acknowledged write is dead-lettered only when the store refused it for good (poison, or a conflict), quarantined only when the disk damaged its file, and no poison object is in the bucket |
 //! | `conflicts_caught` | a write whose name another writer took first with other bytes is never told stored and never removed from a spool as if it had landed: its caller is told rejected, or it is dead-lettered (or still pending) |
+//! | `relay_reads_see_acknowledged_writes` (only with reads through the relay) | every read through the relay gets the write's bytes; a write the relay acknowledged before a read or list, and that ends in the bucket or a spool, is found by it (`reads.rs`) |
 //!
 //! A failure names the writes it concerns: object name, host, and the simulated
 //! times the write was issued and answered.
 
 mod invariants;
+mod reads;
 #[cfg(test)]
 mod tests;
 
@@ -34,6 +36,7 @@ use crate::workload::{Shape, object_attributes, parse_object_name};
 use crate::world::RunOutput;
 use fake_gcs::ObjectRecord;
 use invariants::*;
+pub use reads::ReadTally;
 
 /// Whether an invariant held.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -157,6 +160,8 @@ pub struct Verdict {
     /// Up to ten conflicting writes told stored or removed, and objects with wrong
     /// attributes or another writer's object replaced.
     pub conflict_examples: Vec<String>,
+    /// What reads and lists through the relay got, when the scenario sends any.
+    pub relay_reads: Option<ReadTally>,
 }
 
 impl Verdict {
@@ -209,7 +214,8 @@ pub fn check(run: &RunOutput) -> Verdict {
     conflict_examples.extend(followed.conflict_examples);
     conflict_examples.truncate(10);
 
-    let invariants = vec![
+    let relay_reads = reads::relay_reads_see_acknowledged_writes(run, &found, &others);
+    let mut invariants = vec![
         acknowledged_writes_delivered(&tally, &followed.lost_examples),
         bucket_holds_only_what_was_written(&tally),
         callers_told_and_counted(run, followed.in_flight),
@@ -219,12 +225,17 @@ pub fn check(run: &RunOutput) -> Verdict {
         set_aside_only_for_a_reason(&tally, &followed.set_aside_examples),
         conflicts_caught(&tally, &conflict_examples),
     ];
+    let relay_reads = relay_reads.map(|(invariant, tally)| {
+        invariants.push(invariant);
+        tally
+    });
     Verdict {
         invariants,
         tally,
         lost_examples: followed.lost_examples,
         set_aside_examples: followed.set_aside_examples,
         conflict_examples,
+        relay_reads,
     }
 }
 

@@ -66,6 +66,9 @@ pub(crate) struct Node {
     metrics: Metrics,
     /// Puts objects in the store, or in the spool.
     pub(crate) uploader: Uploader,
+    /// The production GCS client to the fake the uploader and drainer write
+    /// through (the relay reads through it too).
+    pub(crate) store: Arc<dyn object_store::ObjectStore>,
     drainer: Option<Drainer>,
     sampler: tokio::task::JoinHandle<()>,
 }
@@ -97,7 +100,7 @@ impl Node {
         if let Some(Mutant::Store(lie)) = shared.mutant {
             store = LyingStore::wrap(store, lie);
         }
-        let remote = Remote::new(store);
+        let remote = Remote::new(store.clone());
         let run = *commands.borrow_and_update() == Command::Run;
         let drainer = run.then(|| {
             let config = DrainerConfig {
@@ -116,6 +119,7 @@ impl Node {
             spool,
             metrics,
             uploader,
+            store,
             drainer,
             sampler,
         }))

@@ -6,13 +6,15 @@
 //! production GCS client to the fake, the sampler), and instead of a producer,
 //! [`relay::Connections`] serving every connection accepted on `relay:4443` over
 //! turmoil TCP until the world asks the host to stop (then requests in flight
-//! finish, for at most `[relay] shutdown_grace`). Crashes, restarts, deploys, a
+//! finish, for at most `[relay] shutdown_grace`). Reads, lists and deletes pass
+//! through to the fake with the same client ([`relay::PassThrough::store`]), and
+//! objects still in the spool read back from it. Crashes, restarts, deploys, a
 //! power loss at a disk operation and the final inventory are the world's, as for
 //! any host with a spool. App hosts write to it with [`super::relay_client`].
 
 use std::sync::Arc;
 
-use relay::{Connections, Relay, RelayConfig};
+use relay::{Connections, PassThrough, Relay, RelayConfig};
 use tokio::sync::watch;
 
 use super::control::{self, BUCKET, Command, RELAY_PORT, Shared};
@@ -47,6 +49,7 @@ async fn serve(
     // would refuse it.
     let config = RelayConfig {
         retry_after: options.retry_after,
+        pass_through: PassThrough::store(node.store.clone()),
         ..RelayConfig::new(BUCKET)
     };
     let clock = Arc::new(SimWallClock::new(scenario));

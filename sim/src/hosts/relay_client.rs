@@ -4,17 +4,25 @@
 //! the relay's HTTP answer ([`RelayAnswer`]). A write in flight when the relay's
 //! process ends (a crash or restart, or a connection its graceful stop closed before
 //! reading the request) has no answer; the world makes it unknown then.
+//!
+//! The same client reads through the relay (`[relay] reads_per_write`,
+//! `lists_per_write`): a `GET` of a name ([`ReadAnswer`]: the bytes' length and
+//! crc32c, and whether the relay served them from its spool) and a list of a
+//! prefix, every page (XML `list-type=2`, as `object_store` lists).
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use object_store::{Attributes, ObjectStore, PutMode, PutOptions};
+use futures::TryStreamExt as _;
+use object_store::path::Path;
+use object_store::{Attributes, GetOptions, ObjectStore, PutMode, PutOptions};
 use relay::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
 use spool::Remote;
 
 use super::control::{BUCKET, RELAY_HOST, RELAY_PORT};
 use crate::connector::{Exchange, TurmoilConnector};
 use crate::ledger::Told;
+use crate::recorder::ReadAnswer;
 
 /// What the relay's answer tells the caller of one write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +83,43 @@ impl RelayClient {
         let store: &Arc<dyn ObjectStore> = self.remote.store();
         let result = store.put_opts(&path, payload.into(), options).await;
         answer(result.is_ok(), &exchange)
+    }
+}
+
+impl RelayClient {
+    /// Reads `name` through the relay: what came back.
+    pub async fn read(&self, name: &str) -> ReadAnswer {
+        let Ok(path) = self.remote.path(name) else {
+            return ReadAnswer::Failed;
+        };
+        let exchange = Exchange::default();
+        let mut options = GetOptions::default();
+        options.extensions.insert(exchange.clone());
+        let store: &Arc<dyn ObjectStore> = self.remote.store();
+        let bytes = match store.get_opts(&path, options).await {
+            Ok(got) => got.bytes().await,
+            Err(e) => Err(e),
+        };
+        match bytes {
+            Ok(bytes) => ReadAnswer::Bytes {
+                len: bytes.len() as u64,
+                crc32c: crc32c::crc32c(&bytes),
+                from_spool: exchange.seen().header(OUTCOME_HEADER).as_deref()
+                    == Some(OUTCOME_SPOOLED),
+            },
+            Err(object_store::Error::NotFound { .. }) => ReadAnswer::NotFound,
+            Err(_) => ReadAnswer::Failed,
+        }
+    }
+
+    /// Lists every object under `prefix` (a directory, as `object_store` lists)
+    /// through the relay, every page; `None` when a page failed.
+    pub async fn list(&self, prefix: &str) -> Option<Vec<String>> {
+        let store: &Arc<dyn ObjectStore> = self.remote.store();
+        let prefix = Path::from(prefix);
+        let listed = store.list(Some(&prefix));
+        let names = listed.map_ok(|meta| meta.location.to_string());
+        names.try_collect().await.ok()
     }
 }
 

@@ -256,13 +256,19 @@ pub struct Event {
 /// The relay host (`[relay]`): the production `spool-relay` (its spool, uploader and
 /// drainer configured by `[spool]`, `[uploader]` and `[drainer]`), which the app
 /// hosts write through with the production GCS client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RelayOptions {
     /// `Retry-After` on a 503 (spool full). Default 1 s.
     pub retry_after: Duration,
     /// How long requests in flight may take to finish when the relay stops
     /// gracefully (a deploy, the end of the run). Default 30 s.
     pub shutdown_grace: Duration,
+    /// Reads through the relay per write, on average: each a `GET` of one of the
+    /// host's last 100 writes. Default 0.
+    pub reads_per_write: f64,
+    /// Lists through the relay per write, on average: each of the names that share
+    /// a recent write's prefix (100 writes' worth), every page. Default 0.
+    pub lists_per_write: f64,
 }
 
 /// Network latency between hosts.

@@ -210,9 +210,14 @@ struct RawRelay {
     retry_after: Option<Duration>,
     #[serde(default, with = "humantime_serde")]
     shutdown_grace: Option<Duration>,
+    reads_per_write: Option<f64>,
+    lists_per_write: Option<f64>,
 }
 
 type Checked<T> = Result<T, (String, String)>;
+
+/// The most reads (or lists) through the relay per write a scenario may ask for.
+const MAX_READS_PER_WRITE: f64 = 10.0;
 
 fn ensure(ok: bool, field: &str, message: impl Into<String>) -> Checked<()> {
     if ok {
@@ -455,7 +460,10 @@ impl RawDrainer {
 
 impl RawRelay {
     fn check(self) -> Checked<Option<RelayOptions>> {
-        let given = self.retry_after.is_some() || self.shutdown_grace.is_some();
+        let given = self.retry_after.is_some()
+            || self.shutdown_grace.is_some()
+            || self.reads_per_write.is_some()
+            || self.lists_per_write.is_some();
         ensure(
             self.enabled || !given,
             "relay",
@@ -467,12 +475,24 @@ impl RawRelay {
         let options = RelayOptions {
             retry_after: self.retry_after.unwrap_or(Duration::from_secs(1)),
             shutdown_grace: self.shutdown_grace.unwrap_or(Duration::from_secs(30)),
+            reads_per_write: self.reads_per_write.unwrap_or(0.0),
+            lists_per_write: self.lists_per_write.unwrap_or(0.0),
         };
         ensure(
             !options.shutdown_grace.is_zero(),
             "relay.shutdown_grace",
             "must be longer than zero",
         )?;
+        for (field, per_write) in [
+            ("relay.reads_per_write", options.reads_per_write),
+            ("relay.lists_per_write", options.lists_per_write),
+        ] {
+            ensure(
+                (0.0..=MAX_READS_PER_WRITE).contains(&per_write),
+                field,
+                format!("must be from 0 to {MAX_READS_PER_WRITE} (got {per_write})"),
+            )?;
+        }
         Ok(Some(options))
     }
 }
