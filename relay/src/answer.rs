@@ -18,7 +18,8 @@
 use std::time::Duration;
 
 use fake_gcs::wire::{
-    self, Api, DEFAULT_CONTENT_TYPE, Digests, ObjectRecord, Reply, Upload, error_reply,
+    self, Api, DEFAULT_CONTENT_TYPE, Digests, ObjectAttributes, ObjectRecord, Reply, Upload,
+    error_reply,
 };
 use object_store::{Attribute, AttributeValue, Attributes};
 use spool::{Outcome, PutError, StoreError, UploadError};
@@ -55,6 +56,30 @@ pub(crate) fn attributes(upload: &Upload) -> Attributes {
         out.insert(Attribute::Metadata(key.clone().into()), value(given));
     }
     out
+}
+
+/// `object_store`'s attributes as Cloud Storage keeps them: the content type apart,
+/// the rest (custom metadata included) in [`ObjectAttributes`]. The inverse of
+/// [`attributes`]: how an object read back from a spool entry is described.
+pub fn object_attributes(attributes: &Attributes) -> (Option<String>, ObjectAttributes) {
+    let mut content_type = None;
+    let mut out = ObjectAttributes::default();
+    for (key, value) in attributes {
+        let value = value.to_string();
+        match key {
+            Attribute::ContentType => content_type = Some(value),
+            Attribute::ContentEncoding => out.content_encoding = Some(value),
+            Attribute::CacheControl => out.cache_control = Some(value),
+            Attribute::ContentDisposition => out.content_disposition = Some(value),
+            Attribute::ContentLanguage => out.content_language = Some(value),
+            Attribute::Metadata(k) => {
+                out.metadata.insert(k.to_string(), value);
+            }
+            // Storage class and anything newer: not part of an object's identity.
+            _ => {}
+        }
+    }
+    (content_type, out)
 }
 
 fn value(text: &str) -> AttributeValue {

@@ -128,7 +128,7 @@ async fn pass_on(
     let api = forward.route.api();
     if matches!(forward.op, Op::Metadata | Op::Media)
         && let Some(name) = forward.route.object()
-        && let Some(found) = relay.spooled(name)
+        && let Some(found) = relay.spooled(name).await
     {
         return match forward.op {
             Op::Metadata => {
@@ -163,7 +163,7 @@ async fn pass_on(
         }
     }
     if let Op::List(list_api) = forward.op {
-        let spooled = relay.spooled_objects().still_spooled(relay.spool());
+        let spooled = relay.spooled_objects().await.still_spooled(relay.spool());
         if !spooled.is_empty() {
             let merging = crate::listing::Merging {
                 api: list_api,
@@ -201,7 +201,7 @@ async fn pass_on(
 /// or retrying during an outage), waits at most 5 s for the delivery, after
 /// which the `DELETE` passes through; then 503 (retry).
 async fn take_back(relay: &Relay, name: &str) -> TakenBack {
-    let spooled = relay.spooled_objects();
+    let spooled = relay.spooled_objects().await;
     for _ in 0..100 {
         match spooled.take_back(relay.spool(), name).await {
             TakenBack::Delivering => {

@@ -87,7 +87,7 @@ mod spooled;
 mod timeout_io;
 mod upload;
 
-pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
+pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED, object_attributes};
 pub use auth::{Access, Token};
 pub use metrics::RelayMetrics;
 pub use passthrough::{PassThrough, PassThroughError};

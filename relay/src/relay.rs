@@ -185,6 +185,10 @@ struct Inner {
     buffers: Arc<tokio::sync::Semaphore>,
     /// Objects answered `spooled`, served to reads until delivered.
     spooled: SpooledObjects,
+    /// The entries in the spool when the relay was made (an earlier run's), whose
+    /// objects [`spooled`](Self::spooled) learns once, before it is first asked.
+    earlier_entries: Vec<u64>,
+    recovered: tokio::sync::OnceCell<()>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -216,6 +220,10 @@ impl Relay {
             ttl: config.session_ttl,
         };
         let max_buffered_bytes = config.max_buffered_bytes;
+        let earlier_entries = match config.pass_through.is_on() {
+            true => spool.entry_seqs(),
+            false => Vec::new(),
+        };
         let sessions = SessionStore::new(
             spool.disk().clone(),
             spool.dir(),
@@ -235,6 +243,8 @@ impl Relay {
                 last_generation: Mutex::new(0),
                 buffers: Arc::new(tokio::sync::Semaphore::new(max_buffered_bytes as usize)),
                 spooled: SpooledObjects::default(),
+                earlier_entries,
+                recovered: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -282,15 +292,33 @@ impl Relay {
         }
     }
 
-    /// The object `name`, when this relay answered it `spooled` and the spool still
-    /// holds it.
-    pub(crate) fn spooled(&self, name: &str) -> Option<Found> {
-        self.inner.spooled.find(self.spool(), name)
+    /// The object `name`, when this relay (or an earlier run on its spool)
+    /// answered it `spooled` and the spool still holds it.
+    pub(crate) async fn spooled(&self, name: &str) -> Option<Found> {
+        self.spooled_objects().await.find(self.spool(), name)
     }
 
-    /// The objects this relay answered `spooled` that the spool still holds.
-    pub(crate) fn spooled_objects(&self) -> &SpooledObjects {
-        &self.inner.spooled
+    /// The objects this relay (or an earlier run on its spool) answered `spooled`
+    /// that the spool still holds. The first call learns the earlier run's from
+    /// their entries; calls meanwhile wait for it.
+    pub(crate) async fn spooled_objects(&self) -> &SpooledObjects {
+        let inner = &self.inner;
+        let recover = || async {
+            if inner.earlier_entries.is_empty() {
+                return;
+            }
+            let learned = inner
+                .spooled
+                .recover(self.spool(), &inner.earlier_entries)
+                .await;
+            tracing::info!(
+                learned,
+                entries = inner.earlier_entries.len(),
+                "objects spooled by an earlier run are visible through the relay"
+            );
+        };
+        inner.recovered.get_or_init(recover).await;
+        &inner.spooled
     }
 
     /// Takes `bytes` more of the in-memory buffer budget into `held`, if that

@@ -14,8 +14,14 @@
 //! - The bytes stream from the entry in pieces of at most 1 MiB. An entry the
 //!   drainer removes while it is read ends the answer early (the client's retry
 //!   reads it from the upstream).
-//! - Objects spooled by an earlier run on the same directory are not known (the
-//!   spool's index holds no names): they pass through, and are 404 until delivered.
+//! - Objects spooled by an earlier run on the same directory (before a crash, a
+//!   power loss, a restart) are known too: their entries are read once
+//!   ([`SpooledObjects::recover`]: each header for the name and attributes, the
+//!   payload for its MD5, 1 MiB at a time) before the first read, list, delete or
+//!   upload that asks the table is answered, so a reader sees them as this run's
+//!   own. An entry that cannot be read is logged and left to the drainer (its
+//!   object is then 404 until delivered). Their generation and creation time are
+//!   the entry's creation time: the first answer's are lost with the process.
 //! - Preconditions are not evaluated against a spooled object. Lists show it
 //!   (`listing.rs`, from [`SpooledObjects::still_spooled`]).
 //! - At most the spool's `max_files` names are kept: past it, the one spooled first
@@ -31,7 +37,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use fake_gcs::wire::{Api, Digests, ObjectRecord, Reply, header, resolve_range};
+use fake_gcs::wire::{
+    Api, DEFAULT_CONTENT_TYPE, Digests, Hashing, ObjectRecord, Reply, header, resolve_range,
+};
 use http_body_util::BodyExt as _;
 use spool::Spool;
 
@@ -210,6 +218,97 @@ impl SpooledObjects {
             by_name.remove(name);
         }
     }
+}
+
+impl SpooledObjects {
+    /// Learns the objects of entries `seqs` (spooled by earlier runs on this
+    /// directory), reading each entry once; a name this run has spooled since
+    /// keeps this run's record. Returns how many it learned.
+    pub(crate) async fn recover(&self, spool: &Spool, seqs: &[u64]) -> usize {
+        let mut learned = 0;
+        for &seq in seqs {
+            let record = match read_back(spool, seq).await {
+                Ok(Some(record)) => record,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!(
+                        seq,
+                        error = %e,
+                        "a spooled entry could not be read back: its object is not \
+                         visible through the relay until the drainer delivers it"
+                    );
+                    continue;
+                }
+            };
+            let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+            if by_name.len() as u64 >= spool.config().max_files {
+                break;
+            }
+            if let std::collections::btree_map::Entry::Vacant(vacant) =
+                by_name.entry(record.name.clone())
+            {
+                vacant.insert(Acknowledged { seq, record });
+                learned += 1;
+            }
+        }
+        learned
+    }
+}
+
+/// The object entry `seq` holds, as it will be in the bucket: `None` when the
+/// entry is gone (delivered meanwhile).
+async fn read_back(spool: &Spool, seq: u64) -> std::io::Result<Option<ObjectRecord>> {
+    let Some((entry, file_bytes)) = spool.entry_file(seq) else {
+        return Ok(None);
+    };
+    let longest = spool::entry::head_bytes(
+        spool::name::MAX_NAME_BYTES,
+        spool::entry::MAX_ATTRIBUTE_BYTES,
+    );
+    let head = match spool
+        .disk()
+        .read_range(&entry, 0, file_bytes.min(longest as u64))
+        .await
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        read => read?,
+    };
+    let (header, offset) = spool::entry::decode_header(&head).map_err(std::io::Error::other)?;
+    let mut hashing = Hashing::default();
+    let (mut at, end) = (offset as u64, offset as u64 + header.payload_len);
+    while at < end {
+        let piece = spool
+            .disk()
+            .read_range(&entry, at, (end - at).min(PIECE_BYTES))
+            .await?;
+        if piece.is_empty() {
+            return Err(std::io::Error::other("the entry ended before its payload"));
+        }
+        hashing.update(&piece);
+        at += piece.len() as u64;
+    }
+    let digests = hashing.finish();
+    if digests.crc32c != header.payload_crc32c {
+        return Err(std::io::Error::other(
+            "the payload's crc32c is not the header's",
+        ));
+    }
+    let (content_type, attributes) = crate::answer::object_attributes(&header.attributes);
+    let content_type = match content_type {
+        Some(given) => std::borrow::Cow::Owned(given),
+        None => std::borrow::Cow::Borrowed(DEFAULT_CONTENT_TYPE),
+    };
+    Ok(Some(ObjectRecord {
+        generation: i64::try_from(header.created_unix_ms.saturating_mul(1000)).unwrap_or(i64::MAX),
+        name: header.name,
+        size: header.payload_len,
+        crc32c: digests.crc32c,
+        md5: digests.md5,
+        created_unix_ms: header.created_unix_ms,
+        content_type,
+        attributes: attributes.boxed(),
+        component_count: None,
+    }))
 }
 
 /// What [`SpooledObjects::take_back`] did.

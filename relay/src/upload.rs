@@ -115,8 +115,8 @@ impl Relay {
             }
             return Err(Rejection::BadDigest(mismatch));
         }
-        let _turn = self.spooled_objects().finishing(&upload.name).await;
-        if let Some(spooled) = self.spooled(&upload.name) {
+        let _turn = self.spooled_objects().await.finishing(&upload.name).await;
+        if let Some(spooled) = self.spooled(&upload.name).await {
             if let Sink::Staged(staged) = sink {
                 staged.discard().await;
             }

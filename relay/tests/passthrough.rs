@@ -873,6 +873,60 @@ async fn spool(h: &Harness, name: &str, data: &[u8]) -> Value {
     body_json(response).await
 }
 
+#[tokio::test]
+async fn objects_spooled_before_a_restart_read_back_through_the_next_relay() {
+    // The relay's process ends with objects in its spool (a crash, a deploy) during
+    // an outage: the next one, on the same directory, serves them from the spool
+    // as the first did, and lists them, until they are delivered.
+    let (fake, fake_base) = real_fake().await;
+    common::fail_writes(&fake);
+    let dir = tempfile::tempdir().unwrap();
+    let config = || RelayConfig {
+        max_object_bytes: Some(1 << 20),
+        pass_through: PassThrough::http(&fake_base, None).unwrap(),
+        ..RelayConfig::new(BUCKET)
+    };
+    let first = common::relay_on(dir.path(), &fake_base, config()).await;
+    let data = b"spooled before the restart\n\nwith a blank line";
+    let metadata = json!({"name": "r/a", "contentType": "text/plain", "metadata": {"k": "v"}});
+    let answered = first.multipart(metadata, data).await;
+    assert_eq!(common::outcome(&answered), "spooled");
+    let answered = body_json(answered).await;
+    first.stopped().await;
+
+    let next = common::relay_on(dir.path(), &fake_base, config()).await;
+    let resource = get(
+        &next,
+        &format!("/storage/v1/b/{BUCKET}/o/{}", encode("r/a")),
+    )
+    .await;
+    assert_eq!(resource.status(), 200);
+    assert_eq!(common::outcome(&resource), "spooled");
+    let resource = body_json(resource).await;
+    for field in [
+        "name",
+        "size",
+        "md5Hash",
+        "crc32c",
+        "contentType",
+        "metadata",
+    ] {
+        assert_eq!(resource[field], answered[field], "{field}");
+    }
+    let media = format!("/storage/v1/b/{BUCKET}/o/{}?alt=media", encode("r/a"));
+    assert_eq!(&get(&next, &media).await.bytes().await.unwrap()[..], data);
+    let through_relay = pages(&next.http, &next.base, "prefix=r/").await;
+    assert_eq!(through_relay, vec![(strings(&["r/a"]), vec![])]);
+
+    fake.clear_faults();
+    next.drained().await;
+    assert_eq!(
+        pages(&next.http, &fake_base, "prefix=r/").await,
+        through_relay
+    );
+    next.stopped().await;
+}
+
 /// Every page of the JSON list `query` at `base`: each page's names and prefixes.
 async fn pages(http: &reqwest::Client, base: &str, query: &str) -> Vec<(Vec<String>, Vec<String>)> {
     let mut pages = Vec::new();

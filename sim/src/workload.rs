@@ -231,28 +231,9 @@ impl Shape {
     }
 }
 
-/// `object_store`'s attributes as the fake keeps them: the content type apart,
-/// the rest (custom metadata included) in [`ObjectAttributes`].
-pub fn object_attributes(attributes: &Attributes) -> (Option<String>, ObjectAttributes) {
-    let mut content_type = None;
-    let mut out = ObjectAttributes::default();
-    for (key, value) in attributes {
-        let value = value.to_string();
-        match key {
-            Attribute::ContentType => content_type = Some(value),
-            Attribute::ContentEncoding => out.content_encoding = Some(value),
-            Attribute::CacheControl => out.cache_control = Some(value),
-            Attribute::ContentDisposition => out.content_disposition = Some(value),
-            Attribute::ContentLanguage => out.content_language = Some(value),
-            Attribute::Metadata(k) => {
-                out.metadata.insert(k.to_string(), value);
-            }
-            // Storage class and anything newer: not part of an object's identity.
-            _ => {}
-        }
-    }
-    (content_type, out)
-}
+/// An object's content type and attributes as the fake (and the relay) keep them,
+/// from the attributes `object_store` writes: the relay's own conversion.
+pub use relay::object_attributes;
 
 /// Segments of hard characters joined by `/`, at most `budget` bytes (at least 1),
 /// none empty and none `.` or `..`: the caller's budget is what keeps the whole name

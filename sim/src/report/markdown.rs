@@ -114,6 +114,27 @@ impl Page<'_> {
             c(t.dead_lettered),
             c(t.quarantined),
             c(t.pending)
+        ) + &self.relay_reads()
+    }
+
+    /// What reads and lists through the relay got, when the scenario sends any.
+    fn relay_reads(&self) -> String {
+        let Some(r) = &self.verdict.relay_reads else {
+            return String::new();
+        };
+        let c = format::count;
+        format!(
+            "Through the relay:\n\n\
+             | reads | from its spool | 404 | failed (the store failing, the relay down) | lists (every page) | lists failed | names listed |\n\
+             |---:|---:|---:|---:|---:|---:|---:|\n\
+             | {} | {} | {} | {} | {} | {} | {} |\n\n",
+            c(r.reads),
+            c(r.from_spool),
+            c(r.not_found),
+            c(r.failed),
+            c(r.lists),
+            c(r.lists_failed),
+            c(r.names_listed)
         )
     }
 

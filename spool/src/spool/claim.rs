@@ -314,6 +314,12 @@ impl Spool {
         Some((path, meta.file_bytes))
     }
 
+    /// The sequence numbers of every entry in the spool's index (claimed or not),
+    /// oldest first. From the index alone, as [`Spool::entry_file`].
+    pub fn entry_seqs(&self) -> Vec<u64> {
+        self.state().index.keys().copied().collect()
+    }
+
     /// Where a claimed entry's file is.
     pub fn entry_path(&self, claim: &Claim) -> PathBuf {
         self.inner.entries.path.join(&claim.file)
