@@ -181,4 +181,63 @@ fn reads_and_lists_through_the_relay_see_every_acknowledged_write_across_its_pow
         recovered > 20,
         "{recovered} reads of objects spooled before the power loss"
     );
+
+    // The invariant can fail: each way a relay could answer a reader wrongly,
+    // planted in what the readers recorded, is caught.
+    the_reads_invariant_catches_wrong_answers(output);
+}
+
+/// Plants one wrong answer at a time in `output`'s recorded reads and lists and
+/// checks that `relay_reads_see_acknowledged_writes` fails for each.
+fn the_reads_invariant_catches_wrong_answers(mut output: sim::world::RunOutput) {
+    use sim::recorder::ReadAnswer;
+    let reads_held = |run: &sim::world::RunOutput| {
+        let verdict = sim::checker::check(run);
+        let invariant = (verdict.invariants.iter())
+            .find(|i| i.name == "relay_reads_see_acknowledged_writes")
+            .unwrap();
+        invariant.held()
+    };
+    assert!(reads_held(&output));
+    // A read from the spool sent after the write's caller was told `spooled`.
+    let from_spool = (output.recorder.relay_reads.iter())
+        .position(|r| {
+            let told = output.ledger.get(r.host, r.seq).unwrap();
+            matches!(
+                r.answer,
+                ReadAnswer::Bytes {
+                    from_spool: true,
+                    ..
+                }
+            ) && told.told == Told::Spooled
+                && told.told_ms <= r.issued_ms
+        })
+        .unwrap();
+    let full_list = (output.recorder.relay_lists.iter())
+        .position(|l| l.names.as_ref().is_some_and(|n| n.len() > 100))
+        .unwrap();
+    type Plant = fn(&mut sim::recorder::Recorder, usize, usize);
+    let plants: [(&str, Plant); 4] = [
+        ("a spooled object read as 404", |r, read, _| {
+            r.relay_reads[read].answer = ReadAnswer::NotFound
+        }),
+        ("other bytes", |r, read, _| {
+            if let ReadAnswer::Bytes { crc32c, .. } = &mut r.relay_reads[read].answer {
+                *crc32c ^= 1;
+            }
+        }),
+        ("a name left out of a list", |r, _, list| {
+            r.relay_lists[list].names.as_mut().unwrap().remove(50);
+        }),
+        ("a name listed twice", |r, _, list| {
+            let names = r.relay_lists[list].names.as_mut().unwrap();
+            names.insert(50, names[50].clone());
+        }),
+    ];
+    let recorded = output.recorder.clone();
+    for (wrong, plant) in plants {
+        plant(&mut output.recorder, from_spool, full_list);
+        assert!(!reads_held(&output), "{wrong} passed the check");
+        output.recorder = recorded.clone();
+    }
 }

@@ -125,6 +125,38 @@ fn the_relay_is_the_host_after_the_app_hosts() {
 }
 
 #[test]
+fn reads_through_the_relay_are_a_rate_per_write_within_bounds() {
+    let relay = |extra: &str| format!("{GOOD}\n[relay]\nenabled = true\n{extra}");
+    let s = parse(
+        "s.toml",
+        &relay("reads_per_write = 1.5\nlists_per_write = 0.05\n"),
+    )
+    .unwrap();
+    let options = s.relay.unwrap();
+    assert_eq!(
+        (options.reads_per_write, options.lists_per_write),
+        (1.5, 0.05)
+    );
+    assert_eq!(
+        parse("s.toml", &relay(""))
+            .unwrap()
+            .relay
+            .unwrap()
+            .reads_per_write,
+        0.0
+    );
+    let e = err(&relay("lists_per_write = -1\n"));
+    assert_eq!(e.field.as_deref(), Some("relay.lists_per_write"), "{e}");
+    let e = err(&relay("reads_per_write = 11\n"));
+    assert!(
+        e.to_string().contains("must be from 0 to 10 (got 11)"),
+        "{e}"
+    );
+    let e = err(&format!("{GOOD}\n[relay]\nreads_per_write = 1\n"));
+    assert_eq!(e.field.as_deref(), Some("relay"), "{e}");
+}
+
+#[test]
 fn a_relay_event_needs_the_relay_and_app_hosts_have_no_disk_under_it() {
     let e = err(&GOOD.replace("down_for = \"10s\"", "down_for = \"10s\"\nhost = \"relay\""));
     assert_eq!(e.field.as_deref(), Some("event[0].host"), "{e}");
