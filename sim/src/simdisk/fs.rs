@@ -32,7 +32,7 @@
 mod tests;
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
@@ -127,12 +127,6 @@ struct Op {
     unlink: bool,
 }
 
-impl Op {
-    fn touches(&self, dir: &OsStr) -> bool {
-        self.changes.iter().any(|c| c.dir.as_os_str() == dir)
-    }
-}
-
 /// What power losses produced, over the life of a disk: the crash states a run
 /// reached. The crash file system counts the same (one model: `crashfs::model`).
 pub use crashfs::model::CrashStates;
@@ -179,8 +173,30 @@ fn normal(path: &Path) -> Cow<'_, Path> {
     }
 }
 
-/// A normal path's parent and file name.
+/// A normal path's parent and file name. A UTF-8 path is cut at its last separator
+/// (what `Path::parent` and `Path::file_name` give for a normal path, without
+/// walking its components); any other goes through `Path`.
 fn split(path: &Path) -> io::Result<(&Path, &str)> {
+    let Some(text) = path.to_str() else {
+        return split_by_components(path);
+    };
+    let (parent, name) = match text.rfind('/') {
+        Some(0) => ("/", &text[1..]),
+        Some(at) => (&text[..at], &text[at + 1..]),
+        None => ("", text),
+    };
+    if text.is_empty() || matches!(name, "" | "." | "..") {
+        return Err(not_found(path));
+    }
+    debug_assert_eq!(
+        split_by_components(path).ok(),
+        Some((Path::new(parent), name))
+    );
+    Ok((Path::new(parent), name))
+}
+
+/// [`split`] by `Path`'s components.
+fn split_by_components(path: &Path) -> io::Result<(&Path, &str)> {
     let parent = path.parent().ok_or_else(|| not_found(path))?;
     let name = path
         .file_name()
@@ -464,25 +480,38 @@ impl Fs {
 
     /// The names of the files (not directories) in `dir`, sorted.
     pub fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        Ok(self.names(dir)?.map(str::to_owned).collect())
+    }
+
+    /// The names of the files (not directories) in `dir` now, sorted, borrowed: the
+    /// durable namespace and the overlay are both sorted, so one merge of the two
+    /// (the overlay's value winning a name both have) needs no copy and no sort.
+    pub fn names<'a>(&'a self, dir: &Path) -> io::Result<impl Iterator<Item = &'a str>> {
         let d = self
             .dirs
             .get(normal(dir).as_os_str())
             .ok_or_else(|| not_found(dir))?;
-        let mut names: Vec<String> = d
-            .durable
-            .iter()
-            .filter(|(name, _)| !d.overlay.contains_key(*name))
-            .filter(|(_, node)| matches!(node, Node::File(_)))
-            .map(|(name, _)| name.clone())
-            .collect();
-        names.extend(
-            d.overlay
-                .iter()
-                .filter(|(_, node)| matches!(node, Some(Node::File(_))))
-                .map(|(name, _)| name.clone()),
-        );
-        names.sort();
-        Ok(names)
+        let mut durable = d.durable.iter().map(|(n, node)| (n.as_str(), Some(*node)));
+        let mut overlay = d.overlay.iter().map(|(n, node)| (n.as_str(), *node));
+        let (mut next_durable, mut next_overlay) = (durable.next(), overlay.next());
+        Ok(std::iter::from_fn(move || {
+            loop {
+                let (name, node) = match (next_durable, next_overlay) {
+                    (None, None) => return None,
+                    (Some(dn), Some(on)) if dn.0 == on.0 => {
+                        next_durable = durable.next();
+                        std::mem::replace(&mut next_overlay, overlay.next())?
+                    }
+                    (Some(dn), on) if on.is_none_or(|on| dn.0 < on.0) => {
+                        std::mem::replace(&mut next_durable, durable.next())?
+                    }
+                    _ => std::mem::replace(&mut next_overlay, overlay.next())?,
+                };
+                if let Some(Node::File(_)) = node {
+                    return Some(name);
+                }
+            }
+        }))
     }
 
     /// The files in `dir` with their live sizes (empty if `dir` does not exist).
@@ -531,40 +560,32 @@ impl Fs {
     }
 
     /// The journal operations a sync of `dir` makes durable, in journal order: those
-    /// touching `dir`, and every earlier one touching a directory they touch.
+    /// touching `dir`, and every earlier one touching a directory they touch. One
+    /// pass from the newest: an operation is in when it touches `dir` or a directory
+    /// that a later operation in the set touches.
     fn sync_set(&self, dir: &OsStr) -> Vec<usize> {
-        let pending: Vec<usize> = (0..self.journal.len())
-            .filter(|&i| self.journal[i].state == OpState::Pending)
-            .collect();
-        let mut chosen: BTreeSet<usize> = pending
-            .iter()
-            .copied()
-            .filter(|&i| self.journal[i].touches(dir))
-            .collect();
-        loop {
-            // For each directory touched by a chosen op, the latest chosen op there.
-            let mut latest: BTreeMap<&OsStr, usize> = BTreeMap::new();
-            for &i in &chosen {
-                for c in &self.journal[i].changes {
-                    let entry = latest.entry(c.dir.as_os_str()).or_insert(i);
-                    *entry = (*entry).max(i);
-                }
+        let mut chosen = Vec::new();
+        // The directories touched by the operations chosen so far.
+        let mut reached: Vec<&OsStr> = vec![dir];
+        for (i, op) in self.journal.iter().enumerate().rev() {
+            if op.state != OpState::Pending
+                || !op
+                    .changes
+                    .iter()
+                    .any(|c| reached.contains(&c.dir.as_os_str()))
+            {
+                continue;
             }
-            let before = chosen.len();
-            for &i in &pending {
-                if !chosen.contains(&i)
-                    && self.journal[i]
-                        .changes
-                        .iter()
-                        .any(|c| latest.get(c.dir.as_os_str()).is_some_and(|&m| i < m))
-                {
-                    chosen.insert(i);
+            chosen.push(i);
+            for c in &op.changes {
+                if !reached.contains(&c.dir.as_os_str()) {
+                    reached.push(&c.dir);
                 }
-            }
-            if chosen.len() == before {
-                return chosen.into_iter().collect();
             }
         }
+        chosen.reverse();
+        debug_assert!(chosen.is_sorted());
+        chosen
     }
 
     /// Syncs `dir`. With `fail`, a random prefix of what it would make durable
@@ -583,38 +604,40 @@ impl Fs {
         for &i in dropped {
             self.journal[i].state = OpState::Dropped;
         }
-        let kept: BTreeSet<usize> = kept.iter().copied().collect();
-        self.make_durable(&kept);
+        self.make_durable(kept);
         Ok(())
     }
 
-    /// Applies the journal operations at `indices` to the durable namespace and
-    /// removes them from the journal. The live view does not change: a name leaves
-    /// the overlay only when the last operation on it is now durable (its live value
-    /// is then its durable one).
-    fn make_durable(&mut self, indices: &BTreeSet<usize>) {
+    /// Applies the journal operations at `indices` (ascending) to the durable
+    /// namespace and removes them from the journal. The live view does not change: a
+    /// name leaves the overlay only when no operation left in the journal comes after
+    /// one just applied to it (its live value is then its durable one).
+    fn make_durable(&mut self, indices: &[usize]) {
+        debug_assert!(indices.is_sorted());
         if indices.is_empty() {
             return;
         }
-        // (dir, name) -> the latest applied operation on it.
-        let mut touched: BTreeMap<(OsString, String), u64> = BTreeMap::new();
         let journal = std::mem::take(&mut self.journal);
+        self.journal = Vec::with_capacity(journal.len() - indices.len());
+        let mut applied = Vec::with_capacity(indices.len());
+        let mut next = indices.iter().peekable();
         for (i, op) in journal.into_iter().enumerate() {
-            if indices.contains(&i) {
-                for c in &op.changes {
-                    touched.insert((c.dir.clone(), c.name.clone()), op.id);
-                }
+            if next.next_if_eq(&&i).is_some() {
                 self.apply_durable(&op);
+                applied.push(op);
             } else {
                 self.journal.push(op);
             }
         }
-        for ((dir, name), applied) in touched {
-            let later = self.journal.iter().any(|op| {
-                op.id > applied && op.changes.iter().any(|c| c.dir == dir && c.name == name)
-            });
-            if !later && let Some(d) = self.dirs.get_mut(&dir) {
-                d.overlay.remove(&name);
+        debug_assert!(next.peek().is_none(), "indices lie in the journal");
+        for op in &applied {
+            for c in &op.changes {
+                let later = self.journal.iter().any(|o| {
+                    o.id > op.id && o.changes.iter().any(|l| l.dir == c.dir && l.name == c.name)
+                });
+                if !later && let Some(d) = self.dirs.get_mut(&c.dir) {
+                    d.overlay.remove(&c.name);
+                }
             }
         }
         self.collect_garbage();

@@ -565,11 +565,11 @@ impl Disk for SimDisk {
             if s.fault("eio_readdir", s.config.faults.eio_readdir) {
                 return Err(eio(&format!("readdir {}", dir.display())));
             }
-            let mut names = s.fs.list(dir)?;
-            if s.mutant == Some(DiskMutant::ListingDropsEntries) {
-                names.retain(|n| n.split('.').nth(1).is_none_or(|ms| !ms.ends_with('7')));
-            }
-            Ok(names.into_iter().collect())
+            let drops = s.mutant == Some(DiskMutant::ListingDropsEntries);
+            let names = s.fs.names(dir)?;
+            Ok(names
+                .filter(|n| !drops || n.split('.').nth(1).is_none_or(|ms| !ms.ends_with('7')))
+                .collect())
         }))
     }
 
