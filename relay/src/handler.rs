@@ -159,7 +159,9 @@ async fn pass_on(
                 let message = format!("the spooled object could not be removed: {e}");
                 return logged.reply(SPOOLED, Rejection::status(503, message).reply(api));
             }
-            TakenBack::Delivering => unreachable!("take_back waits for a delivery"),
+            TakenBack::Delivering | TakenBack::Withdrawn => {
+                unreachable!("take_back waits for the drainer")
+            }
         }
     }
     if let Op::List(list_api) = forward.op {
@@ -198,15 +200,23 @@ async fn pass_on(
 }
 
 /// Takes `name` back out of the spool; while a drainer holds it (delivering it,
-/// or retrying during an outage), waits at most 5 s for the delivery, after
-/// which the `DELETE` passes through; then 503 (retry).
+/// or retrying during an outage), withdraws it and waits at most 5 s for the
+/// drainer to let it go: removed, or delivered by an attempt already under way
+/// (either way [`TakenBack::Removed`]: the caller deletes the upstream's copy
+/// too); then 503 (retry).
 async fn take_back(relay: &Relay, name: &str) -> TakenBack {
     let spooled = relay.spooled_objects().await;
+    let mut withdrawn = false;
     for _ in 0..100 {
         match spooled.take_back(relay.spool(), name).await {
+            TakenBack::Withdrawn => {
+                withdrawn = true;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
             TakenBack::Delivering => {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
+            TakenBack::NotSpooled if withdrawn => return TakenBack::Removed,
             done => return done,
         }
     }

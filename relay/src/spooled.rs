@@ -186,14 +186,15 @@ impl SpooledObjects {
 impl SpooledObjects {
     /// Takes `name` back out of the spool (a `DELETE` of it): its entry is claimed
     /// and removed (unlinked, `entries/` synced), so it is never delivered.
-    /// [`TakenBack::Delivering`] when a drainer holds the entry: it is being
-    /// delivered, and the caller waits for that.
+    /// [`TakenBack::Withdrawn`] when a drainer holds the entry: the caller waits
+    /// until it has left the spool.
     pub(crate) async fn take_back(&self, spool: &Spool, name: &str) -> TakenBack {
         let Some(seq) = self.seq_of(name) else {
             return TakenBack::NotSpooled;
         };
         let Some(claim) = spool.claim_entry(seq) else {
             return match self.find(spool, name) {
+                Some(_) if spool.withdraw(seq) => TakenBack::Withdrawn,
                 Some(_) => TakenBack::Delivering,
                 None => TakenBack::NotSpooled,
             };
@@ -318,7 +319,12 @@ pub(crate) enum TakenBack {
     Removed,
     /// The relay holds no such entry (never spooled, or delivered).
     NotSpooled,
-    /// A drainer holds the entry: it is being delivered.
+    /// A drainer holds the entry (delivering it, or retrying during an outage):
+    /// it is withdrawn ([`Spool::withdraw`]), and the drainer removes it at its
+    /// next attempt, or has it land if an attempt was under way.
+    Withdrawn,
+    /// The entry could not be claimed nor withdrawn now (the spool is reopening,
+    /// or its holder just let it go): ask again.
     Delivering,
     /// The entry could not be removed; it stays in the spool.
     Failed(std::io::Error),

@@ -1029,27 +1029,37 @@ async fn lists_through_the_relay_show_spooled_objects_among_the_buckets_and_equa
 }
 
 #[tokio::test]
-async fn a_delete_of_a_spooled_name_the_drainer_holds_is_503_and_the_object_lands() {
+async fn a_delete_of_a_spooled_name_the_drainer_holds_takes_it_back_and_it_never_lands() {
     let (fake, fake_base) = real_fake().await;
     let h = passing_through(&fake_base).await;
     common::fail_writes(&fake);
     // The drainer claims the entries and holds them while it retries delivering.
-    spool(&h, "d/held", b"lands").await;
+    spool(&h, "d/held", b"never lands").await;
+    spool(&h, "d/kept", b"lands").await;
 
     let path = format!("/storage/v1/b/{BUCKET}/o/{}", encode("d/held"));
     let delete = h.http.delete(format!("{}{path}", h.base));
     let delete = delete.send().await.unwrap();
-    assert_eq!(delete.status(), 503);
-    assert!(delete.headers().contains_key("retry-after"));
-    assert_eq!(get(&h, &path).await.status(), 200, "still read back");
+    assert_eq!(delete.status(), 204);
+    assert_eq!(delete.headers()["x-spool-outcome"], "removed");
+    assert_eq!(
+        get(&h, &path).await.status(),
+        404,
+        "read back after its DELETE"
+    );
+    let listed = pages(&h.http, &h.base, "prefix=d/").await;
+    assert_eq!(listed, vec![(strings(&["d/kept"]), vec![])]);
 
     fake.clear_faults();
     h.drained().await;
-    assert!(fake.object(BUCKET, "d/held").is_some());
-    // Delivered: the DELETE passes through.
-    let delete = h.http.delete(format!("{}{path}", h.base));
-    assert_eq!(delete.send().await.unwrap().status(), 204);
-    assert!(fake.object(BUCKET, "d/held").is_none());
+    assert!(
+        fake.object(BUCKET, "d/held").is_none(),
+        "a deleted object landed"
+    );
+    assert!(fake.object(BUCKET, "d/kept").is_some());
+    // Gone: a second DELETE is the bucket's 404.
+    let again = h.http.delete(format!("{}{path}", h.base));
+    assert_eq!(again.send().await.unwrap().status(), 404);
     h.stopped().await;
 }
 

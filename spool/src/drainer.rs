@@ -14,6 +14,10 @@
 //! | permanent failure (400, 403, ...) | dead-letter with the error, go on |
 //! | entry fails verification, or cannot be read 5 times in a row | quarantine with the reason, go on |
 //!
+//! An entry withdrawn while a worker holds it ([`Spool::withdraw`]: its object is no
+//! longer wanted, a `DELETE` through the relay) is removed before the worker's next
+//! attempt instead of written, and a worker waiting out a backoff with it is woken.
+//!
 //! An entry that cannot leave `entries/` once settled is tried again after a pause,
 //! never at once: a failed removal after delivery is held back by the remover (1 s,
 //! doubling to 64 s: `spool/src/spool/claim.rs`), a failed move to `dead-letter/` or
@@ -375,6 +379,12 @@ impl Worker {
             }
         };
         loop {
+            if self.spool.is_withdrawn(claim.seq()) {
+                // Its object is no longer wanted (a DELETE through the relay).
+                tracing::info!(seq = header.seq, name = %header.name, "removing a withdrawn entry instead of delivering it");
+                self.spool.remove_in_background(claim);
+                return ControlFlow::Continue(());
+            }
             let (step, took) = self
                 .attempt_giving_back_when_slow(&claim, &header, &payload)
                 .await;
@@ -408,7 +418,9 @@ impl Worker {
                     self.spool.metrics().drain_retries.inc();
                     let delay = backoff.next_delay(&mut self.rng);
                     tracing::debug!(error = %e, ?delay, name = %header.name, "drain write failed; will retry");
-                    self.pause(delay).await?;
+                    let spool = self.spool.clone();
+                    self.pause_until(delay, spool.withdrawn(claim.seq()))
+                        .await?;
                     continue;
                 }
             };
@@ -428,11 +440,22 @@ impl Worker {
     /// Gives back the entries read ahead, then sleeps for `delay` unless asked to
     /// stop first (`Break`).
     async fn pause(&mut self, delay: Duration) -> ControlFlow<()> {
+        self.pause_until(delay, std::future::pending()).await
+    }
+
+    /// As [`Self::pause`], cut short when `wake` finishes first (the entry the
+    /// worker retries was withdrawn).
+    async fn pause_until(
+        &mut self,
+        delay: Duration,
+        wake: impl std::future::Future<Output = ()>,
+    ) -> ControlFlow<()> {
         // Other workers deliver them meanwhile; dropped claims return to the queue.
         self.ahead.clear();
         tokio::select! {
             biased;
             _ = self.stopped.wait_for(|s| *s) => ControlFlow::Break(()),
+            () = wake => ControlFlow::Continue(()),
             _ = tokio::time::sleep(delay) => ControlFlow::Continue(()),
         }
     }
@@ -786,6 +809,55 @@ mod tests {
             assert_eq!(bytes, Bytes::from(format!("bytes of {name}")));
         }
         assert_eq!(spool.metrics().drained_total(D::Uploaded), 20);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_withdrawn_entry_a_worker_holds_is_removed_and_never_delivered() {
+        // During an outage a worker holds the entry it retries: withdrawing it (a
+        // DELETE through the relay) wakes the worker from its backoff, which removes
+        // the entry; it never reaches the store, even once the store is back.
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        fill_numbered(&spool, 3).await;
+        let store = FlakyStore::new(Mode::Down);
+        let slow_retries = DrainerConfig {
+            backoff: BackoffConfig {
+                base: Duration::from_secs(600),
+                cap: Duration::from_secs(600),
+                jitter: Jitter::None,
+            },
+            ..config(1)
+        };
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), slow_retries);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let held = spool.entry_seqs()[0];
+        assert!(
+            spool.claim_entry(held).is_none(),
+            "the worker holds the oldest entry"
+        );
+        assert!(
+            !spool.withdraw(spool.entry_seqs()[1]),
+            "nobody holds the second"
+        );
+        assert!(spool.withdraw(held));
+        assert!(spool.is_withdrawn(held));
+        // Well within the worker's 600 s backoff.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        spool.flush_removals().await;
+        assert!(
+            spool.entry_file(held).is_none(),
+            "the withdrawn entry is still spooled"
+        );
+        assert_eq!(spool.stats().files, 2);
+
+        store.set_mode(Mode::Healthy);
+        tokio::time::sleep(Duration::from_secs(1200)).await;
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        let delivered: Vec<String> = (store.contents().await.into_iter())
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(delivered, ["o/01", "o/02"]);
+        assert_eq!(spool.metrics().drained_total(D::Uploaded), 2);
     }
 
     #[tokio::test(start_paused = true)]

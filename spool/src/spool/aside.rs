@@ -199,6 +199,7 @@ impl Spool {
                 claimed: false,
                 legacy_name: listed.listed.is_none(),
                 read_failures: 0,
+                withdrawn: false,
             },
         );
         state.bytes += file_bytes;

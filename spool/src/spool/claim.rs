@@ -189,6 +189,46 @@ impl Spool {
         Some(claim)
     }
 
+    /// Withdraws entry `seq`, which someone holds (a drainer delivering it, or
+    /// retrying it during an outage): its object is no longer wanted (a `DELETE`
+    /// through the relay), so the holder removes it at its next attempt instead of
+    /// writing it, and a worker waiting out a backoff with it is woken. An attempt
+    /// already under way may still land: the caller deletes the object in the store
+    /// too. `false` when the entry is not in the spool or nobody holds it (take it
+    /// with [`Spool::claim_entry`] instead).
+    pub fn withdraw(&self, seq: u64) -> bool {
+        let mut state = self.state();
+        let Some(meta) = state.index.get_mut(&seq).filter(|meta| meta.claimed) else {
+            return false;
+        };
+        meta.withdrawn = true;
+        drop(state);
+        self.inner.withdrawals.notify_waiters();
+        true
+    }
+
+    /// Whether entry `seq` is in the spool and withdrawn ([`Spool::withdraw`]).
+    pub fn is_withdrawn(&self, seq: u64) -> bool {
+        self.state()
+            .index
+            .get(&seq)
+            .is_some_and(|meta| meta.withdrawn)
+    }
+
+    /// Waits until entry `seq` is withdrawn ([`Spool::withdraw`]); never returns
+    /// otherwise.
+    pub async fn withdrawn(&self, seq: u64) {
+        loop {
+            let withdrawal = self.inner.withdrawals.notified();
+            tokio::pin!(withdrawal);
+            withdrawal.as_mut().enable();
+            if self.is_withdrawn(seq) {
+                return;
+            }
+            withdrawal.await;
+        }
+    }
+
     /// Marks entry `seq` claimed and makes its claim (the caller counts it in
     /// `State::claimed`).
     fn claimed(&self, seq: u64, meta: &mut Meta) -> Claim {

@@ -103,6 +103,9 @@ struct Meta {
     legacy_name: bool,
     /// Consecutive failed reads; the entry is set aside at [`UNREADABLE_AFTER`].
     read_failures: u8,
+    /// Its object is no longer wanted ([`Spool::withdraw`]): whoever holds it
+    /// removes it instead of delivering it.
+    withdrawn: bool,
 }
 
 impl Meta {
@@ -239,6 +242,10 @@ struct Inner {
     metrics: Metrics,
     state: Mutex<State>,
     changed: tokio::sync::Notify,
+    /// Wakes whoever waits for an entry to be withdrawn ([`Spool::withdrawn`]):
+    /// apart from `changed`, so that a drainer's worker in its backoff is not
+    /// woken by every put.
+    withdrawals: tokio::sync::Notify,
     /// Wakes the remover task ([`claim::run_remover`]).
     removals_wake: Arc<tokio::sync::Notify>,
     _lock: DiskLock,

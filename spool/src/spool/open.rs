@@ -136,6 +136,7 @@ impl Spool {
                 metrics,
                 state: Mutex::new(state),
                 changed: tokio::sync::Notify::new(),
+                withdrawals: tokio::sync::Notify::new(),
                 removals_wake: Arc::new(tokio::sync::Notify::new()),
                 _lock: lock,
             }),
@@ -406,6 +407,7 @@ fn meta(listed: layout::Listed, legacy_name: bool) -> Meta {
         claimed: false,
         legacy_name,
         read_failures: 0,
+        withdrawn: false,
     }
 }
 

@@ -280,6 +280,7 @@ impl Spool {
                 claimed: false,
                 legacy_name: false,
                 read_failures: 0,
+                withdrawn: false,
             },
         );
         debug_assert!(

@@ -658,6 +658,7 @@ fn a_drifted_byte_total_is_caught_by_the_sampled_index_walk() {
         claimed: false,
         legacy_name: false,
         read_failures: 0,
+        withdrawn: false,
     };
     let mut state = State {
         index: BTreeMap::from([(1, meta)]),
