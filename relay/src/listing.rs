@@ -25,8 +25,10 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use fake_gcs::wire::xml_escape as escape;
-use fake_gcs::wire::{Api, ListQuery, ObjectRecord, Query, Rejection, Reply, encode_component};
+use fake_gcs::wire::{
+    Api, ListQuery, ObjectRecord, Query, Rejection, Reply, XmlContents, encode_component,
+    xml_list_page,
+};
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 
@@ -418,18 +420,17 @@ fn has_object(entries: &[Entry], name: &str) -> bool {
 fn rendered(merging: &Merging, record: &ObjectRecord) -> Rendered {
     match merging.api {
         Api::Json => Rendered::Json(record.json_resource(&merging.base, &merging.bucket)),
-        Api::Xml => {
-            let resource = record.json_resource(&merging.base, &merging.bucket);
-            let created = resource["timeCreated"].as_str().unwrap_or_default();
-            Rendered::Xml(format!(
-                "<Contents><Key>{}</Key><Generation>{}</Generation><MetaGeneration>1</MetaGeneration><LastModified>{}</LastModified><ETag>{}</ETag><Size>{}</Size></Contents>",
-                escape(&record.name),
-                record.generation,
-                escape(created),
-                escape(&record.xml_etag()),
-                record.size
-            ))
-        }
+        Api::Xml => Rendered::Xml(
+            XmlContents {
+                name: &record.name,
+                generation: record.generation,
+                metageneration: 1,
+                last_modified_unix_ms: record.created_unix_ms,
+                etag: &record.xml_etag(),
+                size: record.size,
+            }
+            .render(),
+        ),
     }
 }
 
@@ -508,36 +509,19 @@ fn render(
             Reply::json(200, &body)
         }
         Api::Xml => {
-            let mut xml = String::from("<?xml version='1.0' encoding='UTF-8'?>");
-            xml.push_str("<ListBucketResult xmlns=\"http://doc.s3.amazonaws.com/2006-03-01\">");
-            let count = taken.len();
-            xml.push_str(&format!(
-                "<Name>{}</Name><Prefix>{}</Prefix><KeyCount>{count}</KeyCount><MaxKeys>{}</MaxKeys>",
-                escape(&merging.bucket),
-                escape(&asked.prefix),
-                asked.max
-            ));
-            if let Some(d) = &asked.delimiter {
-                xml.push_str(&format!("<Delimiter>{}</Delimiter>", escape(d)));
-            }
-            xml.push_str(&format!("<IsTruncated>{}</IsTruncated>", token.is_some()));
-            if let Some(token) = &token {
-                xml.push_str(&format!(
-                    "<NextContinuationToken>{token}</NextContinuationToken>"
-                ));
-            }
-            for r in objects {
-                if let Rendered::Xml(contents) = r {
-                    xml.push_str(contents);
-                }
-            }
-            for p in prefixes {
-                xml.push_str(&format!(
-                    "<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>",
-                    escape(p)
-                ));
-            }
-            xml.push_str("</ListBucketResult>");
+            let contents: Vec<&str> = (objects.into_iter())
+                .filter_map(|r| match r {
+                    Rendered::Xml(contents) => Some(contents.as_str()),
+                    Rendered::Json(_) => None,
+                })
+                .collect();
+            let xml = xml_list_page(
+                &merging.bucket,
+                asked,
+                token.as_deref(),
+                &contents,
+                &prefixes,
+            );
             Reply::xml(200, xml)
         }
     }

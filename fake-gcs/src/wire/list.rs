@@ -204,49 +204,100 @@ impl ListPage {
 
     /// `ListBucketResult`, as the XML API's `list-type=2` gives it.
     fn xml(&self, bucket: &str, query: &ListQuery, token: Option<String>) -> String {
-        let esc = xml_escape;
-        let mut xml = String::from("<?xml version='1.0' encoding='UTF-8'?>");
-        xml.push_str("<ListBucketResult xmlns=\"http://doc.s3.amazonaws.com/2006-03-01\">");
+        let contents: Vec<String> = (self.objects.iter())
+            .map(|(r, meta)| {
+                XmlContents {
+                    name: &r.name,
+                    generation: r.generation,
+                    metageneration: meta.as_ref().map_or(1, |m| m.metageneration),
+                    last_modified_unix_ms: r.created_unix_ms,
+                    etag: &r.xml_etag(),
+                    size: r.size,
+                }
+                .render()
+            })
+            .collect();
+        xml_list_page(bucket, query, token.as_deref(), &contents, &self.prefixes)
+    }
+}
+
+/// One object of an XML list page, as `<Contents>` shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct XmlContents<'a> {
+    /// The object's name.
+    pub name: &'a str,
+    /// Its generation.
+    pub generation: i64,
+    /// Its metageneration.
+    pub metageneration: i64,
+    /// `LastModified`, milliseconds since the Unix epoch.
+    pub last_modified_unix_ms: u64,
+    /// Its XML ETag, quoted.
+    pub etag: &'a str,
+    /// Its length in bytes.
+    pub size: u64,
+}
+
+impl XmlContents<'_> {
+    /// The `<Contents>` element.
+    pub fn render(&self) -> String {
+        format!(
+            "<Contents><Key>{}</Key><Generation>{}</Generation><MetaGeneration>{}</MetaGeneration><LastModified>{}</LastModified><ETag>{}</ETag><Size>{}</Size></Contents>",
+            xml_escape(self.name),
+            self.generation,
+            self.metageneration,
+            rfc3339_millis(self.last_modified_unix_ms),
+            xml_escape(self.etag),
+            self.size
+        )
+    }
+}
+
+/// `ListBucketResult`, as the XML API's `list-type=2` gives a page of `query` on
+/// `bucket`: `contents` (each a rendered [`XmlContents`]), then the common
+/// `prefixes`, and the token of the next page when there is one. The fake's own
+/// lists and a relay's (from another store, or merged with its spool) are written
+/// by this one function.
+pub fn xml_list_page(
+    bucket: &str,
+    query: &ListQuery,
+    token: Option<&str>,
+    contents: &[impl AsRef<str>],
+    prefixes: &[impl AsRef<str>],
+) -> String {
+    let esc = xml_escape;
+    let mut xml = String::from("<?xml version='1.0' encoding='UTF-8'?>");
+    xml.push_str("<ListBucketResult xmlns=\"http://doc.s3.amazonaws.com/2006-03-01\">");
+    let _ = write!(
+        xml,
+        "<Name>{}</Name><Prefix>{}</Prefix><KeyCount>{}</KeyCount><MaxKeys>{}</MaxKeys>",
+        esc(bucket),
+        esc(&query.prefix),
+        contents.len() + prefixes.len(),
+        query.max
+    );
+    if let Some(d) = &query.delimiter {
+        let _ = write!(xml, "<Delimiter>{}</Delimiter>", esc(d));
+    }
+    let _ = write!(xml, "<IsTruncated>{}</IsTruncated>", token.is_some());
+    if let Some(token) = token {
         let _ = write!(
             xml,
-            "<Name>{}</Name><Prefix>{}</Prefix><KeyCount>{}</KeyCount><MaxKeys>{}</MaxKeys>",
-            esc(bucket),
-            esc(&query.prefix),
-            self.objects.len() + self.prefixes.len(),
-            query.max
+            "<NextContinuationToken>{token}</NextContinuationToken>"
         );
-        if let Some(d) = &query.delimiter {
-            let _ = write!(xml, "<Delimiter>{}</Delimiter>", esc(d));
-        }
-        let _ = write!(xml, "<IsTruncated>{}</IsTruncated>", token.is_some());
-        if let Some(token) = &token {
-            let _ = write!(
-                xml,
-                "<NextContinuationToken>{token}</NextContinuationToken>"
-            );
-        }
-        for (r, meta) in &self.objects {
-            let _ = write!(
-                xml,
-                "<Contents><Key>{}</Key><Generation>{}</Generation><MetaGeneration>{}</MetaGeneration><LastModified>{}</LastModified><ETag>{}</ETag><Size>{}</Size></Contents>",
-                esc(&r.name),
-                r.generation,
-                meta.as_ref().map_or(1, |m| m.metageneration),
-                rfc3339_millis(r.created_unix_ms),
-                r.xml_etag(),
-                r.size
-            );
-        }
-        for p in &self.prefixes {
-            let _ = write!(
-                xml,
-                "<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>",
-                esc(p)
-            );
-        }
-        xml.push_str("</ListBucketResult>");
-        xml
     }
+    for element in contents {
+        xml.push_str(element.as_ref());
+    }
+    for p in prefixes {
+        let prefix = esc(p.as_ref());
+        let _ = write!(
+            xml,
+            "<CommonPrefixes><Prefix>{prefix}</Prefix></CommonPrefixes>"
+        );
+    }
+    xml.push_str("</ListBucketResult>");
+    xml
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ pub use encoding::{decode_path, encode_component};
 /// another store renders them the same way.
 pub use encoding::{http_date, rfc3339_millis, xml_escape};
 pub(crate) use list::ListPage;
-pub use list::{ListQuery, NameGlob};
+pub use list::{ListQuery, NameGlob, XmlContents, xml_list_page};
 pub(crate) use object::etag_matches;
 pub use range::resolve_range;
 pub(crate) use upload::content_type;

@@ -11,7 +11,9 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
-use fake_gcs::wire::{Api, ListQuery, Reply, encode_component, header, resolve_range};
+use fake_gcs::wire::{
+    Api, ListQuery, Reply, XmlContents, encode_component, header, resolve_range, xml_list_page,
+};
 use futures::TryStreamExt as _;
 use http_body_util::BodyExt as _;
 use object_store::path::Path;
@@ -185,51 +187,22 @@ fn json_page(page: &Page<'_>, base: &str, bucket: &str, token: Option<String>) -
 /// An XML API list page (`ListBucketResult`, as `list-type=2` gives it: the form
 /// `object_store`'s own GCS client reads).
 fn xml_page(page: &Page<'_>, bucket: &str, asked: &ListQuery, token: Option<String>) -> String {
-    use std::fmt::Write as _;
-    let esc = fake_gcs::wire::xml_escape;
-    let mut xml = String::from("<?xml version='1.0' encoding='UTF-8'?>");
-    xml.push_str("<ListBucketResult xmlns=\"http://doc.s3.amazonaws.com/2006-03-01\">");
-    let _ = write!(
-        xml,
-        "<Name>{}</Name><Prefix>{}</Prefix><KeyCount>{}</KeyCount><MaxKeys>{}</MaxKeys>",
-        esc(bucket),
-        esc(&asked.prefix),
-        page.items.len() + page.prefixes.len(),
-        asked.max
-    );
-    if let Some(delimiter) = &asked.delimiter {
-        let _ = write!(xml, "<Delimiter>{}</Delimiter>", esc(delimiter));
-    }
-    let _ = write!(xml, "<IsTruncated>{}</IsTruncated>", token.is_some());
-    if let Some(token) = &token {
-        let _ = write!(
-            xml,
-            "<NextContinuationToken>{token}</NextContinuationToken>"
-        );
-    }
-    for meta in &page.items {
-        let generation = meta.last_modified.timestamp_micros();
-        let etag = meta.e_tag.clone().unwrap_or_else(|| generation.to_string());
-        let _ = write!(
-            xml,
-            "<Contents><Key>{}</Key><Generation>{generation}</Generation>\
-             <MetaGeneration>1</MetaGeneration><LastModified>{}</LastModified>\
-             <ETag>\"{}\"</ETag><Size>{}</Size></Contents>",
-            esc(meta.location.as_ref()),
-            fake_gcs::wire::rfc3339_millis(meta.last_modified.timestamp_millis().max(0) as u64),
-            esc(&etag),
-            meta.size
-        );
-    }
-    for prefix in &page.prefixes {
-        let _ = write!(
-            xml,
-            "<CommonPrefixes><Prefix>{}</Prefix></CommonPrefixes>",
-            esc(prefix)
-        );
-    }
-    xml.push_str("</ListBucketResult>");
-    xml
+    let contents: Vec<String> = (page.items.iter())
+        .map(|meta| {
+            let generation = meta.last_modified.timestamp_micros();
+            let etag = meta.e_tag.clone().unwrap_or_else(|| generation.to_string());
+            XmlContents {
+                name: meta.location.as_ref(),
+                generation,
+                metageneration: 1,
+                last_modified_unix_ms: meta.last_modified.timestamp_millis().max(0) as u64,
+                etag: &format!("\"{etag}\""),
+                size: meta.size,
+            }
+            .render()
+        })
+        .collect();
+    xml_list_page(bucket, asked, token.as_deref(), &contents, &page.prefixes)
 }
 
 /// Every object whose name starts with `prefix` (the store lists by directory:
