@@ -1,4 +1,5 @@
-//! The eight invariants, each judged from the tally of every write and from what the
+//! The eight invariants every run is judged by (the ninth, for reads through the
+//! relay, is `reads.rs`), each judged from the tally of every write and from what the
 //! run recorded; each returns whether it held, and the writes it concerns if not.
 
 use super::*;
