@@ -298,6 +298,13 @@ impl Relay {
         self.spooled_objects().await.find(self.spool(), name)
     }
 
+    /// The objects answered `spooled` known now, without waiting for an earlier
+    /// run's to be learned (all of them once a read, list or delete has asked
+    /// [`Self::spooled_objects`]).
+    pub(crate) fn spooled_so_far(&self) -> &SpooledObjects {
+        &self.inner.spooled
+    }
+
     /// The objects this relay (or an earlier run on its spool) answered `spooled`
     /// that the spool still holds. The first call learns the earlier run's from
     /// their entries; calls meanwhile wait for it.

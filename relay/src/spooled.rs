@@ -17,9 +17,11 @@
 //! - Objects spooled by an earlier run on the same directory (before a crash, a
 //!   power loss, a restart) are known too: their entries are read once
 //!   ([`SpooledObjects::recover`]: each header for the name and attributes, the
-//!   payload for its MD5, 1 MiB at a time) before the first read, list, delete or
-//!   upload that asks the table is answered, so a reader sees them as this run's
-//!   own. An entry that cannot be read is logged and left to the drainer (its
+//!   payload for its MD5, 1 MiB at a time) before the first read, list or delete
+//!   that asks the table is answered, so a reader sees them as this run's own.
+//!   Uploads never wait for that: until it is done, a second upload of a name an
+//!   earlier run spooled is written as usual (and, with other bytes, whichever
+//!   copy reaches the bucket second is set aside as a conflict). An entry that cannot be read is logged and left to the drainer (its
 //!   object is then 404 until delivered). Their generation and creation time are
 //!   the entry's creation time: the first answer's are lost with the process.
 //! - Preconditions are not evaluated against a spooled object. Lists show it

@@ -115,8 +115,11 @@ impl Relay {
             }
             return Err(Rejection::BadDigest(mismatch));
         }
-        let _turn = self.spooled_objects().await.finishing(&upload.name).await;
-        if let Some(spooled) = self.spooled(&upload.name).await {
+        // Never waits for the earlier run's objects to be learned: an upload is not
+        // held up by a read of the whole backlog after a restart.
+        let known = self.spooled_so_far();
+        let _turn = known.finishing(&upload.name).await;
+        if let Some(spooled) = known.find(self.spool(), &upload.name) {
             if let Sink::Staged(staged) = sink {
                 staged.discard().await;
             }

@@ -927,6 +927,54 @@ async fn objects_spooled_before_a_restart_read_back_through_the_next_relay() {
     next.stopped().await;
 }
 
+#[tokio::test]
+async fn an_upload_after_a_restart_never_waits_for_the_earlier_runs_objects_to_be_learned() {
+    // Learning them reads the whole backlog: only the reads, lists and deletes
+    // that need them wait for it, not the uploads.
+    use std::sync::atomic::Ordering::SeqCst;
+    let (fake, fake_base) = real_fake().await;
+    common::fail_writes(&fake);
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(spool::testing::FaultDisk::default());
+    let start = || {
+        let store =
+            spool::connect::store_from_url(&format!("gs://{BUCKET}"), Some(&fake_base)).unwrap();
+        let setup = Setup {
+            relay: Some(RelayConfig {
+                max_object_bytes: Some(1 << 20),
+                pass_through: PassThrough::http(&fake_base, None).unwrap(),
+                ..RelayConfig::new(BUCKET)
+            }),
+            disk: Some(disk.clone()),
+            ..Setup::default()
+        };
+        Harness::in_dir(dir.path(), store, setup)
+    };
+    let first = start().await;
+    spool(&first, "e/earlier", b"spooled by the first").await;
+    first.stopped().await;
+
+    let next = start().await;
+    let before = disk.read_ranges.load(SeqCst);
+    spool(&next, "e/later", b"spooled by the next").await;
+    assert_eq!(
+        disk.read_ranges.load(SeqCst),
+        before,
+        "the upload read entries"
+    );
+    let path = format!("/storage/v1/b/{BUCKET}/o/{}", encode("e/earlier"));
+    let read = get(&next, &path).await;
+    assert_eq!(
+        (read.status().as_u16(), common::outcome(&read)),
+        (200, "spooled")
+    );
+    assert!(
+        disk.read_ranges.load(SeqCst) > before,
+        "learned without reading"
+    );
+    next.stopped().await;
+}
+
 /// Every page of the JSON list `query` at `base`: each page's names and prefixes.
 async fn pages(http: &reqwest::Client, base: &str, query: &str) -> Vec<(Vec<String>, Vec<String>)> {
     let mut pages = Vec::new();

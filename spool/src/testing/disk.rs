@@ -50,6 +50,8 @@ pub struct FaultDisk {
     pub renames: AtomicU64,
     /// Directory listings done (`list`, and each listing of `prepare`).
     pub lists: AtomicU64,
+    /// `read_range` calls done.
+    pub read_ranges: AtomicU64,
     /// While set, `sync_dir` waits until this many renames have happened.
     gate_until_renames: AtomicU64,
     renamed: tokio::sync::Notify,
@@ -156,6 +158,7 @@ impl Disk for FaultDisk {
     }
     fn read_range<'a>(&'a self, path: &'a Path, offset: u64, len: u64) -> DiskFuture<'a, Vec<u8>> {
         Box::pin(async move {
+            self.read_ranges.fetch_add(1, Ordering::SeqCst);
             self.injected(Op::ReadRange)?;
             StdDisk.read_range(path, offset, len).await
         })
