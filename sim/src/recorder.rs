@@ -97,8 +97,37 @@ pub struct RelayRead {
     pub seq: u64,
     /// Milliseconds from t = 0 when the read was sent.
     pub issued_ms: u32,
+    /// Milliseconds from t = 0 when it was answered (or failed).
+    pub answered_ms: u32,
     /// What it got.
     pub answer: ReadAnswer,
+}
+
+/// What a delete through the relay got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteAnswer {
+    /// 2xx: deleted.
+    Deleted,
+    /// 404: no such object, through the relay.
+    NotFound,
+    /// Any other failure (a 503, no connection, no answer): it may or may not have
+    /// been deleted.
+    Failed,
+}
+
+/// A delete through the relay (`[relay] deletes_per_write`) of one write's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayDelete {
+    /// The deleting host (the write's producer).
+    pub host: u32,
+    /// The write deleted.
+    pub seq: u64,
+    /// Milliseconds from t = 0 when the delete was sent.
+    pub issued_ms: u32,
+    /// Milliseconds from t = 0 when it was answered (or failed).
+    pub answered_ms: u32,
+    /// What it got.
+    pub answer: DeleteAnswer,
 }
 
 /// A list through the relay (`[relay] lists_per_write`): every page.
@@ -144,6 +173,8 @@ pub struct Recorder {
     pub relay_reads: Vec<RelayRead>,
     /// Lists through the relay, in the order they were answered.
     pub relay_lists: Vec<RelayList>,
+    /// Deletes through the relay, in the order they were answered.
+    pub relay_deletes: Vec<RelayDelete>,
 }
 
 impl Recorder {

@@ -149,6 +149,8 @@ fn reads_and_lists_through_the_relay_see_every_acknowledged_write_across_its_pow
         reads.lists > 100 && reads.names_listed > 50_000,
         "{reads:?}"
     );
+    assert!(reads.deletes > 200 && reads.deleted > 200, "{reads:?}");
+    assert!(verdict.tally.deleted_through_relay > 200);
     assert_eq!(verdict.tally.lost, 0);
 
     // The relay lost power with objects spooled, and reads after its restart found
@@ -199,7 +201,11 @@ fn the_reads_invariant_catches_wrong_answers(mut output: sim::world::RunOutput) 
         invariant.held()
     };
     assert!(reads_held(&output));
-    // A read from the spool sent after the write's caller was told `spooled`.
+    // A read from the spool sent after the write's caller was told `spooled`, of a
+    // write never deleted.
+    let deleted = |host: u32, seq: u64| {
+        (output.recorder.relay_deletes.iter()).any(|d| (d.host, d.seq) == (host, seq))
+    };
     let from_spool = (output.recorder.relay_reads.iter())
         .position(|r| {
             let told = output.ledger.get(r.host, r.seq).unwrap();
@@ -211,13 +217,14 @@ fn the_reads_invariant_catches_wrong_answers(mut output: sim::world::RunOutput) 
                 }
             ) && told.told == Told::Spooled
                 && told.told_ms <= r.issued_ms
+                && !deleted(r.host, r.seq)
         })
         .unwrap();
     let full_list = (output.recorder.relay_lists.iter())
         .position(|l| l.names.as_ref().is_some_and(|n| n.len() > 100))
         .unwrap();
     type Plant = fn(&mut sim::recorder::Recorder, usize, usize);
-    let plants: [(&str, Plant); 4] = [
+    let plants: [(&str, Plant); 5] = [
         ("a spooled object read as 404", |r, read, _| {
             r.relay_reads[read].answer = ReadAnswer::NotFound
         }),
@@ -233,6 +240,19 @@ fn the_reads_invariant_catches_wrong_answers(mut output: sim::world::RunOutput) 
             let names = r.relay_lists[list].names.as_mut().unwrap();
             names.insert(50, names[50].clone());
         }),
+        (
+            "an object deleted yet read and in the bucket",
+            |r, read, _| {
+                let read = &r.relay_reads[read];
+                r.relay_deletes.push(sim::recorder::RelayDelete {
+                    host: read.host,
+                    seq: read.seq,
+                    issued_ms: 1,
+                    answered_ms: 1,
+                    answer: sim::recorder::DeleteAnswer::Deleted,
+                });
+            },
+        ),
     ];
     let recorded = output.recorder.clone();
     for (wrong, plant) in plants {

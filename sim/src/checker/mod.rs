@@ -6,7 +6,7 @@
 //!
 //! | invariant | holds when |
 //! |---|---|
-//! | `acknowledged_writes_delivered` | every write acknowledged (stored or spooled) is in the bucket with its bytes, or set aside, or still pending in a spool with its length and crc32c; or (explained) its file was destroyed by the disk |
+//! | `acknowledged_writes_delivered` | every write acknowledged (stored or spooled) is in the bucket with its bytes, or set aside, or still pending in a spool with its length and crc32c, or was deleted through the relay; or (explained) its file was destroyed by the disk |
 //! | `bucket_holds_only_what_was_written` | every object was issued by a producer, with the same size, crc32c and attributes, or is the other writer's object a producer's write found under its name; no write replaced another writer's object |
 //! | `callers_told_and_counted` | no caller is left without an answer, and each boot's `uploads_total` equals what its callers were told (with the relay: its counters over all its boots, less answers lost to a process that died) |
 //! | `unknown_only_at_crashes` | writes without an answer exist only where a process died mid-upload |
@@ -14,7 +14,7 @@
 //! | `gauges_match_disk_after_reopen` | after every open, `spool_files`/`spool_bytes` equal the entry files on the simulated disk; the final inventory's reopen (faults off) succeeds |
 //! | `set_aside_only_for_a_reason` | an acknowledged write is dead-lettered only when the store refused it for good (poison, or a conflict), quarantined only when the disk damaged its file, and no poison object is in the bucket |
 //! | `conflicts_caught` | a write whose name another writer took first with other bytes is never told stored and never removed from a spool as if it had landed: its caller is told rejected, or it is dead-lettered (or still pending) |
-//! | `relay_reads_see_acknowledged_writes` (only with reads through the relay) | every read through the relay gets the write's bytes; a write the relay acknowledged before a read or list, and that ends in the bucket or a spool, is found by it (`reads.rs`) |
+//! | `relay_reads_see_acknowledged_writes` (only with reads, lists or deletes through the relay) | every read through the relay gets the write's bytes; a write the relay acknowledged before a read or list, and that ends in the bucket or a spool, is found by it; a write deleted through the relay is found by no later read or list, and is gone at the end (`reads.rs`) |
 //!
 //! A failure names the writes it concerns: object name, host, and the simulated
 //! times the write was issued and answered.
@@ -36,6 +36,7 @@ use crate::workload::{Shape, object_attributes, parse_object_name};
 use crate::world::RunOutput;
 use fake_gcs::ObjectRecord;
 use invariants::*;
+use reads::Deletes;
 pub use reads::ReadTally;
 
 /// Whether an invariant held.
@@ -123,6 +124,10 @@ pub struct Tally {
     /// Objects with their write's bytes but other attributes.
     #[serde(skip)]
     pub attributes_differ: u64,
+    /// Acknowledged writes found nowhere that were deleted through the relay
+    /// (`[relay] deletes_per_write`).
+    #[serde(skip)]
+    pub deleted_through_relay: u64,
     /// Acknowledged writes quarantined although the disk did not damage them.
     #[serde(skip)]
     pub quarantined_without_cause: u64,
@@ -210,11 +215,12 @@ pub fn check(run: &RunOutput) -> Verdict {
     look_in_bucket(run, &others, &mut found, &mut tally, &mut conflict_examples);
     look_in_inventories(run, &others, &mut found, &mut tally);
     look_at_disk_damage(run, &mut found);
-    let followed = follow_each_write(run, &others, &found, &mut tally);
+    let deletes = Deletes::of(run);
+    let followed = follow_each_write(run, &others, &found, &deletes, &mut tally);
     conflict_examples.extend(followed.conflict_examples);
     conflict_examples.truncate(10);
 
-    let relay_reads = reads::relay_reads_see_acknowledged_writes(run, &found, &others);
+    let relay_reads = reads::relay_reads_see_acknowledged_writes(run, &found, &others, &deletes);
     let mut invariants = vec![
         acknowledged_writes_delivered(&tally, &followed.lost_examples),
         bucket_holds_only_what_was_written(&tally),
@@ -405,6 +411,7 @@ fn follow_each_write(
     run: &RunOutput,
     others: &OtherWriters,
     found: &Found,
+    deletes: &Deletes,
     tally: &mut Tally,
 ) -> Followed {
     let shape = Shape::of(&run.scenario);
@@ -460,6 +467,10 @@ fn follow_each_write(
             } else if conflict {
                 tally.conflicts_removed += 1;
                 example(&mut followed.conflict_examples);
+            } else if deletes.sent(host as u32, seq as u64) {
+                // Deleted through the relay (or maybe: its DELETE failed); what a
+                // DELETE answered must leave is judged in `reads.rs`.
+                tally.deleted_through_relay += 1;
             } else {
                 tally.lost += 1;
                 example(&mut followed.lost_examples);

@@ -1,6 +1,7 @@
-//! `relay_reads_see_acknowledged_writes`: what reads and lists through the relay
-//! got (`[relay] reads_per_write`, `lists_per_write`), judged against what the
-//! callers were told and where each write ended up.
+//! `relay_reads_see_acknowledged_writes`: what reads, lists and deletes through
+//! the relay got (`[relay] reads_per_write`, `lists_per_write`,
+//! `deletes_per_write`), judged against what the callers were told and where each
+//! write ended up.
 //!
 //! A write the relay acknowledged (stored or spooled) before a read was sent, and
 //! that ends in the bucket or still pending in the relay's spool, is an object a
@@ -15,10 +16,63 @@
 //!   producer issued, and gives each name once, in order across its pages.
 //!
 //! Writes set aside (dead-lettered, quarantined) or destroyed by the disk are never
-//! delivered, so a reader may not find them.
+//! delivered, so a reader may not find them. A write a `DELETE` was sent for is
+//! not required to be found by a read or list answered after it was sent; once a
+//! `DELETE` was answered 2xx, no later read or list finds it, and it is neither in
+//! the bucket nor pending in a spool at the end (a spooled object deleted never
+//! lands). A `DELETE` answered 404 for a write that must be seen is wrong too.
 
 use super::*;
-use crate::recorder::{ReadAnswer, RelayList, RelayRead};
+use crate::recorder::{DeleteAnswer, ReadAnswer, RelayDelete, RelayList, RelayRead};
+
+/// The deletes through the relay, per write.
+#[derive(Debug, Default)]
+pub(super) struct Deletes {
+    /// When the first `DELETE` of each write was sent.
+    sent_ms: BTreeMap<(u32, u64), u32>,
+    /// When the first `DELETE` of each write answered 2xx was answered.
+    deleted_ms: BTreeMap<(u32, u64), u32>,
+}
+
+impl Deletes {
+    pub(super) fn of(run: &RunOutput) -> Self {
+        let mut deletes = Deletes::default();
+        for d in &run.recorder.relay_deletes {
+            let sent = deletes
+                .sent_ms
+                .entry((d.host, d.seq))
+                .or_insert(d.issued_ms);
+            *sent = (*sent).min(d.issued_ms);
+            if d.answer == DeleteAnswer::Deleted {
+                let at = deletes
+                    .deleted_ms
+                    .entry((d.host, d.seq))
+                    .or_insert(d.answered_ms);
+                *at = (*at).min(d.answered_ms);
+            }
+        }
+        deletes
+    }
+
+    /// Whether a `DELETE` of write `(host, seq)` was sent at or before `at_ms`.
+    pub(super) fn sent_by(&self, host: u32, seq: u64, at_ms: u32) -> bool {
+        self.sent_ms
+            .get(&(host, seq))
+            .is_some_and(|&sent| sent <= at_ms)
+    }
+
+    /// Whether a `DELETE` of write `(host, seq)` was sent at all.
+    pub(super) fn sent(&self, host: u32, seq: u64) -> bool {
+        self.sent_ms.contains_key(&(host, seq))
+    }
+
+    /// Whether a `DELETE` of write `(host, seq)` was answered 2xx before `at_ms`.
+    fn deleted_before(&self, host: u32, seq: u64, at_ms: u32) -> bool {
+        self.deleted_ms
+            .get(&(host, seq))
+            .is_some_and(|&done| done < at_ms)
+    }
+}
 
 /// What the reads and lists through the relay got, for the report and tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,6 +91,12 @@ pub struct ReadTally {
     pub lists_failed: u64,
     /// Names listed, over every list.
     pub names_listed: u64,
+    /// Deletes answered.
+    pub deletes: u64,
+    /// Of those, answered 2xx.
+    pub deleted: u64,
+    /// Of those, failed (a 503, no connection, no answer).
+    pub deletes_failed: u64,
 }
 
 /// The invariant, and the tally behind it; `None` when the scenario reads nothing
@@ -45,15 +105,22 @@ pub(super) fn relay_reads_see_acknowledged_writes(
     run: &RunOutput,
     found: &Found,
     others: &OtherWriters,
+    deletes: &Deletes,
 ) -> Option<(Invariant, ReadTally)> {
     let options = run.scenario.relay?;
-    if options.reads_per_write == 0.0 && options.lists_per_write == 0.0 {
+    let per_write = [
+        options.reads_per_write,
+        options.lists_per_write,
+        options.deletes_per_write,
+    ];
+    if per_write.iter().all(|&n| n == 0.0) {
         return None;
     }
     let judge = Judge {
         run,
         found,
         others,
+        deletes,
         shape: Shape::of(&run.scenario),
     };
     let mut tally = ReadTally::default();
@@ -64,9 +131,12 @@ pub(super) fn relay_reads_see_acknowledged_writes(
     for list in &run.recorder.relay_lists {
         judge.list(list, &mut tally, &mut wrong);
     }
+    for delete in &run.recorder.relay_deletes {
+        judge.delete(delete, &mut tally, &mut wrong);
+    }
     let invariant = Invariant {
         name: "relay_reads_see_acknowledged_writes",
-        statement: "Every read through the relay gets the named write's bytes, and every read or list sent after the relay acknowledged a write that ends in the bucket (or still in its spool) finds it: from the bucket, or from the spool until delivered",
+        statement: "Every read through the relay gets the named write's bytes, and every read or list sent after the relay acknowledged a write that ends in the bucket (or still in its spool) finds it: from the bucket, or from the spool until delivered; an object deleted through the relay is found by no later read or list and is gone at the end, from the bucket and the spool",
         status: Status::failed_if(!wrong.is_empty(), || {
             let count = wrong.len();
             wrong.truncate(10);
@@ -83,13 +153,21 @@ struct Judge<'a> {
     run: &'a RunOutput,
     found: &'a Found,
     others: &'a OtherWriters,
+    deletes: &'a Deletes,
     shape: Shape,
 }
 
 impl Judge<'_> {
+    /// Whether write `(host, seq)` was acknowledged at or before `at_ms`, ends
+    /// where a reader must find it (the bucket, or pending in a spool), and no
+    /// `DELETE` of it was sent by `until_ms` (when the read or list was answered).
+    fn must_be_seen(&self, host: u32, seq: u64, at_ms: u32, until_ms: u32) -> bool {
+        !self.deletes.sent_by(host, seq, until_ms) && self.must_be_kept(host, seq, at_ms)
+    }
+
     /// Whether write `(host, seq)` was acknowledged at or before `at_ms` and ends
     /// where a reader must find it (the bucket, or pending in a spool).
-    fn must_be_seen(&self, host: u32, seq: u64, at_ms: u32) -> bool {
+    fn must_be_kept(&self, host: u32, seq: u64, at_ms: u32) -> bool {
         let Some(w) = self.run.ledger.get(host, seq) else {
             return false;
         };
@@ -124,10 +202,15 @@ impl Judge<'_> {
                         w.size
                     ));
                 }
+                if (self.deletes).deleted_before(read.host, read.seq, read.issued_ms) {
+                    wrong.push(format!(
+                        "{name}: read at {at:.3} s got its bytes after its DELETE was answered"
+                    ));
+                }
             }
             ReadAnswer::NotFound => {
                 tally.not_found += 1;
-                if self.must_be_seen(read.host, read.seq, read.issued_ms) {
+                if self.must_be_seen(read.host, read.seq, read.issued_ms, read.answered_ms) {
                     wrong.push(format!(
                         "{name}: read at {at:.3} s was 404, after the relay told its caller {} at {:.3} s",
                         w.told.as_str(),
@@ -156,7 +239,15 @@ impl Judge<'_> {
         let mut listed = std::collections::BTreeSet::new();
         for name in names {
             match write_named(&self.shape, name) {
-                Some((host, seq, _)) if host == list.host && self.run.ledger.get(host, seq).is_some() => {
+                Some((host, seq, _))
+                    if host == list.host && self.run.ledger.get(host, seq).is_some() =>
+                {
+                    if self.deletes.deleted_before(host, seq, list.issued_ms) {
+                        wrong.push(format!(
+                            "the list of {}/ at {at:.3} s gave {name:?} after its DELETE was answered",
+                            list.prefix
+                        ));
+                    }
                     listed.insert(seq);
                 }
                 _ => wrong.push(format!(
@@ -168,7 +259,7 @@ impl Judge<'_> {
         let writes = self.run.ledger.hosts()[list.host as usize].writes.len() as u64;
         let missing = (0..writes)
             .filter(|&seq| !listed.contains(&seq))
-            .find(|&seq| self.must_be_seen(list.host, seq, list.issued_ms));
+            .find(|&seq| self.must_be_seen(list.host, seq, list.issued_ms, list.answered_ms));
         if let Some(seq) = missing {
             let w = self
                 .run
@@ -182,6 +273,46 @@ impl Judge<'_> {
                 w.told.as_str(),
                 f64::from(w.told_ms) / 1000.0
             ));
+        }
+    }
+
+    fn delete(&self, delete: &RelayDelete, tally: &mut ReadTally, wrong: &mut Vec<String>) {
+        let (host, seq) = (delete.host, delete.seq);
+        let Some(w) = self.run.ledger.get(host, seq) else {
+            wrong.push(format!(
+                "a DELETE of write {seq} of host {host} that was never issued"
+            ));
+            return;
+        };
+        let name = self.shape.name(host, seq, w.poison);
+        let at = f64::from(delete.issued_ms) / 1000.0;
+        tally.deletes += 1;
+        match delete.answer {
+            DeleteAnswer::Deleted => {
+                tally.deleted += 1;
+                let flags = self.found.0[host as usize][seq as usize];
+                if flags & (IN_BUCKET | PENDING) != 0 {
+                    let place = if flags & IN_BUCKET != 0 {
+                        "in the bucket"
+                    } else {
+                        "in a spool"
+                    };
+                    wrong.push(format!(
+                        "{name}: its DELETE at {at:.3} s was answered, yet it is {place} at the end"
+                    ));
+                }
+            }
+            DeleteAnswer::NotFound => {
+                let earlier = (self.run.recorder.relay_deletes.iter())
+                    .any(|d| (d.host, d.seq) == (host, seq) && d.issued_ms < delete.issued_ms);
+                if !earlier && self.must_be_kept(host, seq, delete.issued_ms) {
+                    wrong.push(format!(
+                        "{name}: its DELETE at {at:.3} s was 404, after the relay told its caller {}",
+                        w.told.as_str()
+                    ));
+                }
+            }
+            DeleteAnswer::Failed => tally.deletes_failed += 1,
         }
     }
 }

@@ -8,9 +8,8 @@
 //! loop: a slow upload does not slow the arrivals) and records what every caller was
 //! told in the [`Ledger`](crate::ledger::Ledger), which lives outside the host. With the relay on, an app
 //! host keeps no spool: its producer writes through the relay over HTTP
-//! (`Writer::Relay`), and between its writes reads its recent objects and lists
-//! its prefix through the relay (`[relay] reads_per_write`, `lists_per_write`),
-//! recording what came back for the checker.
+//! (`Writer::Relay`), and between its writes reads, lists and deletes through the
+//! relay when the scenario asks ([`super::relay_reader`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,8 +24,8 @@ use tokio::task::JoinSet;
 use super::control::{BUCKET, Command, Phase, Shared, begin, now, stopped_phase};
 use super::node::Node;
 use super::relay_client::{RelayAnswer, RelayClient};
+use super::relay_reader::RelayReader;
 use crate::ledger::{self, Told};
-use crate::recorder::{RelayList, RelayRead};
 use crate::scenario::SizeDist;
 use crate::seed::{derive_seed, purpose};
 use crate::workload::{OtherWriter, Shape};
@@ -77,7 +76,10 @@ async fn produce(
     ));
     let payload_seed = derive_seed(scenario.seed, &[purpose::PAYLOAD]);
     let shape = Shape::of(scenario);
-    let mut reads = Reads::of(shared, host, boot, writer);
+    let mut reader = match writer {
+        Writer::Relay(client) => RelayReader::of(shared, host, boot, client),
+        Writer::Spool(_) => None,
+    };
     let mut in_flight = JoinSet::new();
     let mut next = now() + exponential(&mut rng, workload.rate);
     // One timer for the whole loop, moved to each next arrival, and finished writes
@@ -110,8 +112,8 @@ async fn produce(
                         shared.ledger().tell(host, seq, now(), told);
                     }
                 });
-                if let Some(reads) = &mut reads {
-                    reads.issue(&shape, seq, &mut in_flight);
+                if let Some(reader) = &mut reader {
+                    reader.issue(&shape, seq, &mut in_flight);
                 }
                 next += exponential(&mut rng, workload.rate);
                 arrival.as_mut().reset(tokio::time::Instant::now() + next.saturating_sub(now()));
@@ -120,99 +122,6 @@ async fn produce(
         }
     }
     while in_flight.join_next().await.is_some() {}
-}
-
-/// Reads and lists through the relay between a producer's writes, at the
-/// scenario's `reads_per_write` and `lists_per_write`, from their own random
-/// stream (so turning them on changes no write).
-struct Reads {
-    shared: Arc<Shared>,
-    client: RelayClient,
-    host: u32,
-    rng: ChaCha8Rng,
-    reads_per_write: f64,
-    lists_per_write: f64,
-}
-
-/// Reads go to one of the host's last this many writes.
-const READ_WINDOW: u64 = 100;
-
-impl Reads {
-    /// `None` unless `writer` is the relay and the scenario asks for reads or lists.
-    fn of(shared: &Arc<Shared>, host: u32, boot: u16, writer: &Writer) -> Option<Self> {
-        let (Writer::Relay(client), Some(options)) = (writer, shared.scenario.relay) else {
-            return None;
-        };
-        if options.reads_per_write == 0.0 && options.lists_per_write == 0.0 {
-            return None;
-        }
-        let seed = derive_seed(
-            shared.scenario.seed,
-            &[purpose::RELAY_READS, host.into(), boot.into()],
-        );
-        Some(Self {
-            shared: shared.clone(),
-            client: client.clone(),
-            host,
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            reads_per_write: options.reads_per_write,
-            lists_per_write: options.lists_per_write,
-        })
-    }
-
-    /// After write `seq`: this arrival's reads of earlier writes and lists of the
-    /// host's prefix, each its own task in `in_flight`.
-    fn issue(&mut self, shape: &Shape, seq: u64, in_flight: &mut JoinSet<()>) {
-        for _ in 0..draw_count(&mut self.rng, self.reads_per_write) {
-            if seq == 0 {
-                break;
-            }
-            let read = self.rng.random_range(seq.saturating_sub(READ_WINDOW)..seq);
-            let poison = self
-                .shared
-                .ledger()
-                .get(self.host, read)
-                .is_some_and(|w| w.poison);
-            let name = shape.name(self.host, read, poison);
-            let (client, shared, host) = (self.client.clone(), self.shared.clone(), self.host);
-            in_flight.spawn(async move {
-                let issued_ms = now().as_millis() as u32;
-                let answer = client.read(&name).await;
-                let read = RelayRead {
-                    host,
-                    seq: read,
-                    issued_ms,
-                    answer,
-                };
-                shared.recorder().relay_reads.push(read);
-            });
-        }
-        for _ in 0..draw_count(&mut self.rng, self.lists_per_write) {
-            let (client, shared, host) = (self.client.clone(), self.shared.clone(), self.host);
-            in_flight.spawn(async move {
-                let prefix = format!("h{host}");
-                let issued_ms = now().as_millis() as u32;
-                let names = client.list(&prefix).await;
-                let answered_ms = now().as_millis() as u32;
-                let list = RelayList {
-                    host,
-                    prefix,
-                    issued_ms,
-                    answered_ms,
-                    names,
-                };
-                shared.recorder().relay_lists.push(list);
-            });
-        }
-    }
-}
-
-/// How many of something at `per_write` on average happen at one write: its whole
-/// part, and one more with its fraction's probability.
-fn draw_count(rng: &mut ChaCha8Rng, per_write: f64) -> u32 {
-    let whole = per_write.trunc();
-    let more = rng.random_bool(per_write - whole);
-    whole as u32 + u32::from(more)
 }
 
 /// Puts `other`'s object under `name` in the bucket, as another writer would have

@@ -8,9 +8,11 @@
 //! | `app.rs` | the app host: its producer per boot, through its own spool or the relay |
 //! | `relay.rs` | the relay host (`[relay]`): the production `spool-relay` on a host with a spool |
 //! | `relay_client.rs` | the app hosts' client for the relay, and what its answers tell the caller |
+//! | `relay_reader.rs` | an app host's reads, lists and deletes through the relay between its writes |
 //! | `gcs.rs` | the fake Cloud Storage as a host: accept loop and clock |
 //!
-//! Imports go down the table's dependencies: `app` uses `node` and `relay_client`,
+//! Imports go down the table's dependencies: `app` uses `node`, `relay_client` and
+//! `relay_reader` (which uses `relay_client`),
 //! `relay` uses `node`, and all of them use `control`; nothing here imports `app`.
 
 pub mod app;
@@ -19,3 +21,4 @@ pub mod gcs;
 pub mod node;
 pub mod relay;
 pub mod relay_client;
+pub mod relay_reader;

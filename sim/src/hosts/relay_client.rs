@@ -7,22 +7,23 @@
 //!
 //! The same client reads through the relay (`[relay] reads_per_write`,
 //! `lists_per_write`): a `GET` of a name ([`ReadAnswer`]: the bytes' length and
-//! crc32c, and whether the relay served them from its spool) and a list of a
-//! prefix, every page (XML `list-type=2`, as `object_store` lists).
+//! crc32c, and whether the relay served them from its spool), a list of a
+//! prefix, every page (XML `list-type=2`, as `object_store` lists), and a
+//! `DELETE` of a name.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::TryStreamExt as _;
 use object_store::path::Path;
-use object_store::{Attributes, GetOptions, ObjectStore, PutMode, PutOptions};
+use object_store::{Attributes, GetOptions, ObjectStore, ObjectStoreExt as _, PutMode, PutOptions};
 use relay::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
 use spool::Remote;
 
 use super::control::{BUCKET, RELAY_HOST, RELAY_PORT};
 use crate::connector::{Exchange, TurmoilConnector};
 use crate::ledger::Told;
-use crate::recorder::ReadAnswer;
+use crate::recorder::{DeleteAnswer, ReadAnswer};
 
 /// What the relay's answer tells the caller of one write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +110,19 @@ impl RelayClient {
             },
             Err(object_store::Error::NotFound { .. }) => ReadAnswer::NotFound,
             Err(_) => ReadAnswer::Failed,
+        }
+    }
+
+    /// Deletes `name` through the relay: what came back.
+    pub async fn delete(&self, name: &str) -> DeleteAnswer {
+        let Ok(path) = self.remote.path(name) else {
+            return DeleteAnswer::Failed;
+        };
+        let store: &Arc<dyn ObjectStore> = self.remote.store();
+        match store.delete(&path).await {
+            Ok(()) => DeleteAnswer::Deleted,
+            Err(object_store::Error::NotFound { .. }) => DeleteAnswer::NotFound,
+            Err(_) => DeleteAnswer::Failed,
         }
     }
 

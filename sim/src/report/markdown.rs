@@ -125,16 +125,19 @@ impl Page<'_> {
         let c = format::count;
         format!(
             "Through the relay:\n\n\
-             | reads | from its spool | 404 | failed (the store failing, the relay down) | lists (every page) | lists failed | names listed |\n\
-             |---:|---:|---:|---:|---:|---:|---:|\n\
-             | {} | {} | {} | {} | {} | {} | {} |\n\n",
+             | reads | from its spool | 404 | failed (the store failing, the relay down) | lists (every page) | lists failed | names listed | deletes | deleted | deletes failed |\n\
+             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n\
+             | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n\n",
             c(r.reads),
             c(r.from_spool),
             c(r.not_found),
             c(r.failed),
             c(r.lists),
             c(r.lists_failed),
-            c(r.names_listed)
+            c(r.names_listed),
+            c(r.deletes),
+            c(r.deleted),
+            c(r.deletes_failed)
         )
     }
 

@@ -266,9 +266,12 @@ pub struct RelayOptions {
     /// Reads through the relay per write, on average: each a `GET` of one of the
     /// host's last 100 writes. Default 0.
     pub reads_per_write: f64,
-    /// Lists through the relay per write, on average: each of the names that share
-    /// a recent write's prefix (100 writes' worth), every page. Default 0.
+    /// Lists through the relay per write, on average: each of everything under the
+    /// host's prefix (`h0/`), every page. Default 0.
     pub lists_per_write: f64,
+    /// Deletes through the relay per write, on average: each of one of the host's
+    /// last 100 writes acknowledged and not yet deleted. Default 0.
+    pub deletes_per_write: f64,
 }
 
 /// Network latency between hosts.

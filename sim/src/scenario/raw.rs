@@ -212,6 +212,7 @@ struct RawRelay {
     shutdown_grace: Option<Duration>,
     reads_per_write: Option<f64>,
     lists_per_write: Option<f64>,
+    deletes_per_write: Option<f64>,
 }
 
 type Checked<T> = Result<T, (String, String)>;
@@ -463,7 +464,8 @@ impl RawRelay {
         let given = self.retry_after.is_some()
             || self.shutdown_grace.is_some()
             || self.reads_per_write.is_some()
-            || self.lists_per_write.is_some();
+            || self.lists_per_write.is_some()
+            || self.deletes_per_write.is_some();
         ensure(
             self.enabled || !given,
             "relay",
@@ -477,6 +479,7 @@ impl RawRelay {
             shutdown_grace: self.shutdown_grace.unwrap_or(Duration::from_secs(30)),
             reads_per_write: self.reads_per_write.unwrap_or(0.0),
             lists_per_write: self.lists_per_write.unwrap_or(0.0),
+            deletes_per_write: self.deletes_per_write.unwrap_or(0.0),
         };
         ensure(
             !options.shutdown_grace.is_zero(),
@@ -486,6 +489,7 @@ impl RawRelay {
         for (field, per_write) in [
             ("relay.reads_per_write", options.reads_per_write),
             ("relay.lists_per_write", options.lists_per_write),
+            ("relay.deletes_per_write", options.deletes_per_write),
         ] {
             ensure(
                 (0.0..=MAX_READS_PER_WRITE).contains(&per_write),

@@ -145,6 +145,10 @@ fn reads_through_the_relay_are_a_rate_per_write_within_bounds() {
             .reads_per_write,
         0.0
     );
+    let deletes = parse("s.toml", &relay("deletes_per_write = 0.1\n")).unwrap();
+    assert_eq!(deletes.relay.unwrap().deletes_per_write, 0.1);
+    let e = err(&relay("deletes_per_write = 20\n"));
+    assert_eq!(e.field.as_deref(), Some("relay.deletes_per_write"), "{e}");
     let e = err(&relay("lists_per_write = -1\n"));
     assert_eq!(e.field.as_deref(), Some("relay.lists_per_write"), "{e}");
     let e = err(&relay("reads_per_write = 11\n"));
