@@ -9,16 +9,10 @@ use std::path::Path;
 use sim::ledger::Told;
 use sim::scenario::{EventKind, When};
 
-#[test]
-fn writes_through_a_relay_that_loses_power_mid_outage_are_never_lost() {
-    let path = format!("{}/../scenarios/relay.toml", env!("CARGO_MANIFEST_DIR"));
-    let scenario = sim::scenario::load(Path::new(&path)).unwrap();
-    let relay = scenario.relay_host().expect("the scenario puts a relay in");
-    assert!(
-        (scenario.events.iter())
-            .any(|e| matches!(e.when, When::AfterDiskOps(_)) && e.hosts == [relay]),
-        "the relay is meant to lose power at a disk operation too"
-    );
+/// Runs `scenario` and asserts that every invariant held.
+fn run_checked(
+    scenario: sim::scenario::Scenario,
+) -> (sim::world::RunOutput, sim::checker::Verdict) {
     let output = sim::world::run(scenario, Default::default()).unwrap();
     let verdict = sim::checker::check(&output);
     for invariant in &verdict.invariants {
@@ -29,6 +23,20 @@ fn writes_through_a_relay_that_loses_power_mid_outage_are_never_lost() {
             invariant.status
         );
     }
+    (output, verdict)
+}
+
+#[test]
+fn writes_through_a_relay_that_loses_power_mid_outage_are_never_lost() {
+    let path = format!("{}/../scenarios/relay.toml", env!("CARGO_MANIFEST_DIR"));
+    let scenario = sim::scenario::load(Path::new(&path)).unwrap();
+    let relay = scenario.relay_host().expect("the scenario puts a relay in");
+    assert!(
+        (scenario.events.iter())
+            .any(|e| matches!(e.when, When::AfterDiskOps(_)) && e.hosts == [relay]),
+        "the relay is meant to lose power at a disk operation too"
+    );
+    let (output, verdict) = run_checked(scenario);
 
     let power_losses = (output.recorder.timeline.iter())
         .filter(|e| e.host == relay && e.kind == EventKind::Crash)
@@ -125,16 +133,7 @@ fn reads_and_lists_through_the_relay_see_every_acknowledged_write_across_its_pow
     );
     let scenario = sim::scenario::load(Path::new(&path)).unwrap();
     let relay = scenario.relay_host().expect("the scenario puts a relay in");
-    let output = sim::world::run(scenario, Default::default()).unwrap();
-    let verdict = sim::checker::check(&output);
-    for invariant in &verdict.invariants {
-        assert!(
-            invariant.held(),
-            "{}: {:?}",
-            invariant.name,
-            invariant.status
-        );
-    }
+    let (output, verdict) = run_checked(scenario);
     assert!(
         (verdict.invariants.iter()).any(|i| i.name == "relay_reads_see_acknowledged_writes"),
         "the reads through the relay were not judged"

@@ -107,13 +107,7 @@ pub(super) fn relay_reads_see_acknowledged_writes(
     others: &OtherWriters,
     deletes: &Deletes,
 ) -> Option<(Invariant, ReadTally)> {
-    let options = run.scenario.relay?;
-    let per_write = [
-        options.reads_per_write,
-        options.lists_per_write,
-        options.deletes_per_write,
-    ];
-    if per_write.iter().all(|&n| n == 0.0) {
+    if !run.scenario.relay?.reads_through() {
         return None;
     }
     let judge = Judge {

@@ -46,15 +46,7 @@ impl RelayReader {
         boot: u16,
         client: &RelayClient,
     ) -> Option<Self> {
-        let options = shared.scenario.relay?;
-        let per_write = [
-            options.reads_per_write,
-            options.lists_per_write,
-            options.deletes_per_write,
-        ];
-        if per_write.iter().all(|&n| n == 0.0) {
-            return None;
-        }
+        let options = shared.scenario.relay.filter(|o| o.reads_through())?;
         let seed = derive_seed(
             shared.scenario.seed,
             &[purpose::RELAY_READS, host.into(), boot.into()],

@@ -274,6 +274,19 @@ pub struct RelayOptions {
     pub deletes_per_write: f64,
 }
 
+impl RelayOptions {
+    /// Whether the app hosts read, list or delete through the relay besides
+    /// writing.
+    pub fn reads_through(&self) -> bool {
+        let per_write = [
+            self.reads_per_write,
+            self.lists_per_write,
+            self.deletes_per_write,
+        ];
+        per_write.iter().any(|&n| n > 0.0)
+    }
+}
+
 /// Network latency between hosts.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Network {
