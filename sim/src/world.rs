@@ -126,6 +126,9 @@ fn start_fake(scenario: &Scenario, shared: &Arc<Shared>) -> anyhow::Result<FakeG
             buckets: vec![BUCKET.to_string()],
             seed: derive_seed(scenario.seed, &[purpose::FAKE]),
             faults,
+            // Reads through the relay download what was delivered; a replay
+            // without them keeps digests only (millions of objects).
+            keep_bytes: scenario.relay.is_some_and(|relay| relay.reads_through()),
             ..FakeGcsConfig::default()
         },
         Arc::new(TurmoilClock::new()),
