@@ -144,15 +144,27 @@ async fn pass_on(
         match take_back(relay, name).await {
             TakenBack::NotSpooled => {}
             TakenBack::Removed => {
-                // The spooled copy is gone for good; the upstream's, if any, too. A
-                // refusal of the upstream's (a precondition, 403) is its answer;
-                // 404 or a failure (the outage that spooled it) is not.
-                let upstream = relay.config().pass_through.serve(forward).await;
-                return match upstream {
-                    Ok(answer) if answer.status().is_client_error() && answer.status() != 404 => {
-                        logged.streamed(SPOOLED, answer)
+                // The spooled copy is gone for good, and never lands from the
+                // spool. The upstream may hold a copy too (a delivery attempt, or
+                // the upload's own first try, that landed with its answer lost), so
+                // the DELETE goes upstream as well, and only its success or 404
+                // says the object is gone: 204. Any other answer, a failure (the
+                // outage that spooled it: a 503 with its Retry-After) included, is
+                // the client's, whose retry of the DELETE settles it.
+                let gone = |status: u16| (200..300).contains(&status) || status == 404;
+                let removed = || Reply::new(204).header(OUTCOME_HEADER, "removed");
+                return match relay.config().pass_through.serve(forward).await {
+                    Ok(answer) if gone(answer.status().as_u16()) => {
+                        logged.reply(SPOOLED, removed())
                     }
-                    _ => logged.reply(SPOOLED, Reply::new(204).header(OUTCOME_HEADER, "removed")),
+                    Ok(answer) => logged.streamed(SPOOLED, answer),
+                    Err(failed) => {
+                        let refused = failed.rejection().reply(api);
+                        match gone(refused.status) {
+                            true => logged.reply(SPOOLED, removed()),
+                            false => logged.reply(SPOOLED, refused),
+                        }
+                    }
                 };
             }
             TakenBack::Failed(e) => {
@@ -216,7 +228,14 @@ async fn take_back(relay: &Relay, name: &str) -> TakenBack {
             TakenBack::Delivering => {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
-            TakenBack::NotSpooled if withdrawn => return TakenBack::Removed,
+            // Gone from the index (removed, or delivered by an attempt under way);
+            // durable before the answer: after a power loss it must not come back.
+            TakenBack::NotSpooled if withdrawn => {
+                return match relay.spool().sync_removals().await {
+                    Ok(()) => TakenBack::Removed,
+                    Err(e) => TakenBack::Failed(e),
+                };
+            }
             done => return done,
         }
     }

@@ -201,10 +201,14 @@ impl SpooledObjects {
                 None => TakenBack::NotSpooled,
             };
         };
+        // Durable before the answer: after a power loss it must not come back.
         match spool.remove(claim).await {
             Ok(()) => {
                 self.forget(name, seq);
-                TakenBack::Removed
+                match spool.sync_removals().await {
+                    Ok(()) => TakenBack::Removed,
+                    Err(e) => TakenBack::Failed(e),
+                }
             }
             Err(e) => TakenBack::Failed(e),
         }

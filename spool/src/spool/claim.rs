@@ -448,6 +448,15 @@ impl Spool {
         self.inner.removals_wake.notify_one();
     }
 
+    /// Makes every removal done so far durable: syncs `entries/` now, instead of
+    /// at the remover's next batch (`remove_sync_batch`). For a removal that must
+    /// survive a power loss: an object deleted through the relay must not come
+    /// back after one and land. A failed sync stops the spool as any failed
+    /// directory sync does, and is returned.
+    pub async fn sync_removals(&self) -> io::Result<()> {
+        self.sync_dir(&self.inner.entries).await
+    }
+
     /// Waits until every removal handed to the remover is done.
     pub async fn flush_removals(&self) {
         loop {
