@@ -6,7 +6,8 @@
 //! Removals of delivered entries are made durable in batches: one directory sync per
 //! `remove_sync_batch` removals, and when the spool empties. A power loss can bring
 //! back up to that many delivered entries; the drainer sends them again and the
-//! store answers "already exists".
+//! store answers "already exists". A removal that must not come back (an object
+//! deleted through the relay) is made durable at once with [`Spool::sync_removals`].
 //!
 //! A removal that fails (EIO, EROFS, EACCES) leaves the entry indexed, and the
 //! remover holds it back, still claimed, before giving it back to the queue:
