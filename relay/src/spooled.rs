@@ -21,9 +21,10 @@
 //!   that asks the table is answered, so a reader sees them as this run's own.
 //!   Uploads never wait for that: until it is done, a second upload of a name an
 //!   earlier run spooled is written as usual (and, with other bytes, whichever
-//!   copy reaches the bucket second is set aside as a conflict). An entry that cannot be read is logged and left to the drainer (its
-//!   object is then 404 until delivered). Their generation and creation time are
-//!   the entry's creation time: the first answer's are lost with the process.
+//!   copy reaches the bucket second is set aside as a conflict). An entry that
+//!   cannot be read is logged and left to the drainer (its object is then 404
+//!   until delivered). Their generation and creation time are the entry's
+//!   creation time: the first answer's are lost with the process.
 //! - Preconditions are not evaluated against a spooled object. Lists show it
 //!   (`listing.rs`, from [`SpooledObjects::still_spooled`]).
 //! - At most the spool's `max_files` names are kept: past it, the one spooled first
@@ -187,7 +188,8 @@ impl SpooledObjects {
 
 impl SpooledObjects {
     /// Takes `name` back out of the spool (a `DELETE` of it): its entry is claimed
-    /// and removed (unlinked, `entries/` synced), so it is never delivered.
+    /// and removed (unlinked, `entries/` synced before this returns), so it is
+    /// never delivered, even after a power loss.
     /// [`TakenBack::Withdrawn`] when a drainer holds the entry: the caller waits
     /// until it has left the spool.
     pub(crate) async fn take_back(&self, spool: &Spool, name: &str) -> TakenBack {
