@@ -188,7 +188,10 @@ struct Inner {
     /// The entries in the spool when the relay was made (an earlier run's), whose
     /// objects [`spooled`](Self::spooled) learns once, before it is first asked.
     earlier_entries: Vec<u64>,
-    recovered: tokio::sync::OnceCell<()>,
+    /// The learning of them: started by the first request that needs it, in a task
+    /// of its own, so that a client that goes away does not cancel it (and the
+    /// next one start it over); every request meanwhile awaits the same one.
+    recovery: Mutex<Option<futures::future::Shared<futures::future::BoxFuture<'static, ()>>>>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -244,7 +247,7 @@ impl Relay {
                 buffers: Arc::new(tokio::sync::Semaphore::new(max_buffered_bytes as usize)),
                 spooled: SpooledObjects::default(),
                 earlier_entries,
-                recovered: tokio::sync::OnceCell::new(),
+                recovery: Mutex::new(None),
             }),
         })
     }
@@ -309,23 +312,40 @@ impl Relay {
     /// that the spool still holds. The first call learns the earlier run's from
     /// their entries; calls meanwhile wait for it.
     pub(crate) async fn spooled_objects(&self) -> &SpooledObjects {
-        let inner = &self.inner;
-        let recover = || async {
-            if inner.earlier_entries.is_empty() {
-                return;
+        if !self.inner.earlier_entries.is_empty() {
+            self.recovery().await;
+        }
+        &self.inner.spooled
+    }
+
+    /// The one learning of the earlier run's objects, started at the first call.
+    fn recovery(&self) -> futures::future::Shared<futures::future::BoxFuture<'static, ()>> {
+        use futures::FutureExt as _;
+        let mut recovery = self
+            .inner
+            .recovery
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let started = recovery.get_or_insert_with(|| {
+            let relay = self.clone();
+            let learning = tokio::spawn(async move {
+                let inner = &relay.inner;
+                let learned = (inner.spooled)
+                    .recover(relay.spool(), &inner.earlier_entries)
+                    .await;
+                tracing::info!(
+                    learned,
+                    entries = inner.earlier_entries.len(),
+                    "objects spooled by an earlier run are visible through the relay"
+                );
+            });
+            async move {
+                let _ = learning.await;
             }
-            let learned = inner
-                .spooled
-                .recover(self.spool(), &inner.earlier_entries)
-                .await;
-            tracing::info!(
-                learned,
-                entries = inner.earlier_entries.len(),
-                "objects spooled by an earlier run are visible through the relay"
-            );
-        };
-        inner.recovered.get_or_init(recover).await;
-        &inner.spooled
+            .boxed()
+            .shared()
+        });
+        started.clone()
     }
 
     /// Takes `bytes` more of the in-memory buffer budget into `held`, if that

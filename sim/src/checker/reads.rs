@@ -297,8 +297,8 @@ impl Judge<'_> {
                 }
             }
             DeleteAnswer::NotFound => {
-                let earlier = (self.run.recorder.relay_deletes.iter())
-                    .any(|d| (d.host, d.seq) == (host, seq) && d.issued_ms < delete.issued_ms);
+                let earlier = (self.deletes.sent_ms.get(&(host, seq)))
+                    .is_some_and(|&first| first < delete.issued_ms);
                 if !earlier && self.must_be_kept(host, seq, delete.issued_ms) {
                     wrong.push(format!(
                         "{name}: its DELETE at {at:.3} s was 404, after the relay told its caller {}",
