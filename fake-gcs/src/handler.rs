@@ -130,7 +130,17 @@ async fn before_serving(action: Action, body: &mut RequestBody, api: Api) -> Res
     match action {
         Action::Reset => return Err(Early::Drop("reset")),
         Action::Hang(hold) => {
-            tokio::time::sleep(hold).await;
+            // The body is taken in (and dropped) while no answer comes, as a server
+            // whose socket still reads: once it is in, hyper sees the client close
+            // the connection and drops this request then, as a real front end
+            // abandons one whose client went away. Left unread, a body larger than
+            // what hyper reads with the head kept the request, its timer and its
+            // connection for all of `hold`.
+            let until = tokio::time::Instant::now() + hold;
+            if body.discard_rest().await.is_err() {
+                return Err(Early::Drop("request body broke"));
+            }
+            tokio::time::sleep_until(until).await;
             return Err(Early::Drop("hang"));
         }
         Action::Respond(status) => {
@@ -309,6 +319,18 @@ impl RequestBody {
                         self.buf.extend_from_slice(&data);
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the rest of the body and keeps none of it.
+    async fn discard_rest(&mut self) -> Result<(), BodyError> {
+        while !self.done {
+            match self.body.frame().await {
+                None => self.done = true,
+                Some(Err(_)) => return Err(BodyError::Broken),
+                Some(Ok(_)) => {}
             }
         }
         Ok(())

@@ -189,6 +189,52 @@ fn a_hang_lasts_until_the_client_gives_up_or_hang_for_ends() -> turmoil::Result 
     Ok(())
 }
 
+/// A hang ends when its client gives up also when the body comes after the head (as
+/// `object_store` sends an object of the replay's sizes): the fake takes the body in
+/// and hyper then sees the connection close. It held the request for all of
+/// `hang_for` when it left the body unread, keeping a task, a timer and the
+/// connection for ten minutes per hang in the replay.
+#[test]
+fn a_hang_with_a_body_ends_when_the_client_gives_up() -> turmoil::Result {
+    let fake = turmoil_fake(config(
+        false,
+        plan("[[fault]]\nuntil = \"100s\"\nmix = { hang = 1.0 }\nhang_for = \"60s\"\n"),
+    ));
+    let events = record_events(&fake);
+    let mut sim = world(&fake, 2);
+    sim.client("app", async move {
+        let remote = remote();
+        for (name, size) in [("small", 870), ("large", 256 * 1024)] {
+            let err = remote
+                .put_if_absent(
+                    name,
+                    Bytes::from(vec![7u8; size]),
+                    &object_store::Attributes::new(),
+                    T,
+                )
+                .await
+                .unwrap_err();
+            assert!(matches!(err, StoreError::Timeout(t) if t == T), "{err}");
+        }
+        // Long enough for hang_for to end, so a held request is reported too.
+        sleep(Duration::from_secs(70)).await;
+        Ok(())
+    });
+    sim.run()?;
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 2, "{events:?}");
+    for hang in events.iter() {
+        assert_eq!(hang.status, None, "{hang:?}");
+        assert!(
+            hang.took >= T - Duration::from_millis(100) && hang.took < Duration::from_secs(6),
+            "{:?} held for {:?}, after its client gave up at {T:?}",
+            hang.object,
+            hang.took
+        );
+    }
+    Ok(())
+}
+
 #[test]
 fn a_reset_drops_the_connection_without_a_status() -> turmoil::Result {
     let fake = turmoil_fake(config(false, plan("[[fault]]\nmix = { reset = 1.0 }\n")));

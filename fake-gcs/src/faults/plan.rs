@@ -257,7 +257,8 @@ pub enum Outcome {
     Status500,
     /// `408` Request Timeout.
     Status408,
-    /// No answer for `hang_for`, then the connection drops.
+    /// No answer for `hang_for`, then the connection drops; the body is taken in
+    /// meanwhile, and a client that goes away ends the hang.
     Hang,
     /// The connection drops at once, without a response.
     Reset,
