@@ -107,11 +107,14 @@ async fn produce(
                     plant(shared, &name, other);
                 }
                 let (writer, shared) = (writer.clone(), shared.clone());
-                in_flight.spawn(async move {
+                // Boxed: the write's future is about 2.3 KiB, which tokio would
+                // otherwise copy into the task, into its finished stage and out of
+                // it again; the task then holds a pointer.
+                in_flight.spawn(Box::pin(async move {
                     if let Some(told) = writer.write(&shared, &name, payload, &attributes).await {
                         shared.ledger().tell(host, seq, now(), told);
                     }
-                });
+                }));
                 if let Some(reader) = &mut reader {
                     reader.issue(&shape, seq, &mut in_flight);
                 }

@@ -121,13 +121,17 @@ impl Spool {
             attributes,
             payload,
         };
-        tokio::spawn(async move { spool.write_entry(reservation, new).await })
-            .await
-            .unwrap_or_else(|e| {
-                Err(PutError::Broken {
-                    reason: format!("put task failed: {e}").into(),
-                })
+        // Boxed, so the task holds a pointer rather than the whole write's future,
+        // which tokio would copy on spawn and again as the task finishes.
+        tokio::spawn(Box::pin(async move {
+            spool.write_entry(reservation, new).await
+        }))
+        .await
+        .unwrap_or_else(|e| {
+            Err(PutError::Broken {
+                reason: format!("put task failed: {e}").into(),
             })
+        })
     }
 
     /// Takes a sequence number and room for `file_bytes`, or says why not.
