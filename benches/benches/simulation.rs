@@ -27,6 +27,14 @@
 //! - `object_store_to_fake-90m`: both. The slice's cost per request over this one is
 //!   what the spool, the producer, the ledger, the simulated disk and the scenario's
 //!   faults add.
+//! - `object_store_to_faulty_fake-90m`: the same client against the fake with the
+//!   slice's fault plan (its windows and seed as the simulation draws them), each
+//!   write sent at its own time (open loop, a task each, as the producer sends
+//!   them) under the uploader's `put_timeout`, and nothing done with a failure. The
+//!   faults cost a client something whatever it does with a failed write (a hang
+//!   times out and its connection is dropped, so a later write dials a new one); the
+//!   slice's cost per request over this one is what the spool, the producer, the
+//!   ledger and the simulated disk add, with the faults' own cost on both sides.
 //!
 //! Runs on mimalloc, as the `sim` binary does. After the run, the wall time per step
 //! and per request is printed beside each figure, and each one's cost per request
@@ -39,7 +47,9 @@
 //! minutes and then each baseline; on a shared machine whose speed moves by a third
 //! within half an hour, the ratio of those medians moved from 1.48 to 1.71 between
 //! two runs of one binary. A pair's two runs are seconds apart, so the load falls on
-//! both alike, and the median of the rounds' ratios is the figure.
+//! both alike, and the median of the rounds' ratios is the figure. Each round also
+//! runs `object_store_to_faulty_fake-90m`, and the median of the slice's ratios to
+//! it is printed beside: the spool's side with the faults' own cost taken out.
 #![allow(clippy::disallowed_methods)] // benches measure real time
 
 use std::cell::Cell;
@@ -95,6 +105,10 @@ enum Server {
     BareHyper,
     /// The fake Cloud Storage without faults, as the simulation serves it.
     Fake,
+    /// The fake Cloud Storage with the scenario's faults, as the simulation starts
+    /// it (`sim::world`): the windows drawn from the scenario's seed, the fake's own
+    /// seed derived from it.
+    FaultyFake,
 }
 
 /// What sends the baseline's requests.
@@ -105,31 +119,40 @@ enum Client {
     /// The `object_store` GCS client as the simulation builds it, `CONNECTIONS`
     /// tasks sharing its connection pool.
     ObjectStore,
+    /// The same client, each write a task of its own started at the workload's
+    /// rate whatever the earlier ones are doing, under the uploader's
+    /// `put_timeout`; a failed write is dropped.
+    ObjectStoreOpenLoop,
 }
 
 /// A baseline: `PUT`s at the slice's rate, over its network, from `client` to
 /// `server`, with nothing of the spool's. Returns the steps and requests of the run.
 fn baseline(scenario: &Scenario, server: Server, client: Client) -> Work {
     let mut sim = sim::world::build_sim(scenario);
-    match server {
-        Server::BareHyper => sim.host("server", serve_bare),
-        Server::Fake => {
-            let fake = fake_gcs::FakeGcs::new(
-                fake_gcs::FakeGcsConfig {
-                    buckets: vec![BUCKET.to_string()],
-                    ..fake_gcs::FakeGcsConfig::default()
-                },
-                std::sync::Arc::new(sim::hosts::gcs::TurmoilClock::new()),
-            )
-            .expect("the fake starts");
+    let fake = match server {
+        Server::BareHyper => {
+            sim.host("server", serve_bare);
+            None
+        }
+        Server::Fake | Server::FaultyFake => {
+            let fake = fake(scenario, matches!(server, Server::FaultyFake));
+            let served = fake.clone();
             sim.host("server", move || {
-                let fake = fake.clone();
+                let fake = served.clone();
                 async move {
                     sim::hosts::gcs::serve(fake, SERVER_PORT).await?;
                     Ok(())
                 }
-            })
+            });
+            Some(fake)
         }
+    };
+    if let Client::ObjectStoreOpenLoop = client {
+        return open_loop(
+            sim,
+            scenario,
+            fake.expect("an open loop writes to the fake"),
+        );
     }
     let interval = Duration::from_secs_f64(CONNECTIONS as f64 / scenario.workload.rate);
     let per_connection = (scenario.duration.as_secs_f64() / interval.as_secs_f64()) as u64;
@@ -141,6 +164,7 @@ fn baseline(scenario: &Scenario, server: Server, client: Client) -> Work {
                 &format!("http://server:{SERVER_PORT}"),
                 BUCKET,
             )?),
+            Client::ObjectStoreOpenLoop => unreachable!("the open loop runs in `open_loop`"),
         };
         let senders = (0..CONNECTIONS).map(|c| {
             let (body, store) = (body.clone(), store.clone());
@@ -169,6 +193,61 @@ fn baseline(scenario: &Scenario, server: Server, client: Client) -> Work {
     Work {
         steps,
         requests: CONNECTIONS * per_connection,
+    }
+}
+
+/// The fake Cloud Storage for a baseline: without faults, or with `scenario`'s as
+/// `sim::world` starts it.
+fn fake(scenario: &Scenario, faulty: bool) -> fake_gcs::FakeGcs {
+    let mut config = fake_gcs::FakeGcsConfig {
+        buckets: vec![BUCKET.to_string()],
+        ..fake_gcs::FakeGcsConfig::default()
+    };
+    if faulty {
+        let mut scenario = scenario.clone();
+        scenario.draw_fault_windows();
+        config.faults = scenario.faults;
+        config.seed = sim::seed::derive_seed(scenario.seed, &[sim::seed::purpose::FAKE]);
+    }
+    fake_gcs::FakeGcs::new(
+        config,
+        std::sync::Arc::new(sim::hosts::gcs::TurmoilClock::new()),
+    )
+    .expect("the fake starts")
+}
+
+/// The open-loop client: a write every `1 / rate` seconds, each a task under the
+/// uploader's `put_timeout`, its failure dropped. Counts the requests the fake
+/// received (a timed-out write is one, as in the slice).
+fn open_loop(mut sim: turmoil::Sim<'static>, scenario: &Scenario, fake: fake_gcs::FakeGcs) -> Work {
+    let interval = Duration::from_secs_f64(1.0 / scenario.workload.rate);
+    let writes = (scenario.duration.as_secs_f64() / interval.as_secs_f64()) as u64;
+    let put_timeout = scenario.uploader.put_timeout;
+    let body = Bytes::from(vec![0xa5; scenario.workload.size.mean() as usize]);
+    sim.client("client", async move {
+        let store = sim::connector::gcs_store(&format!("http://server:{SERVER_PORT}"), BUCKET)?;
+        let start = tokio::time::Instant::now();
+        let mut in_flight = tokio::task::JoinSet::new();
+        for i in 0..writes {
+            tokio::time::sleep_until(start + interval * i as u32).await;
+            while in_flight.try_join_next().is_some() {}
+            let mut sender = Sender::ObjectStore(store.clone());
+            let body = body.clone();
+            in_flight.spawn(async move {
+                let name = format!("o/{i:010}");
+                let _ = tokio::time::timeout(put_timeout, sender.put(&name, body)).await;
+            });
+        }
+        while in_flight.join_next().await.is_some() {}
+        Ok(())
+    });
+    let mut steps = 0;
+    while !sim.step().expect("the baseline runs") {
+        steps += 1;
+    }
+    Work {
+        steps,
+        requests: fake.stats().requests,
     }
 }
 
@@ -238,7 +317,7 @@ impl Sender {
 
 /// The baselines, from the least a request costs to the parts every simulated request
 /// needs.
-const BASELINES: [(&str, Server, Client); 4] = [
+const BASELINES: [(&str, Server, Client); 5] = [
     ("bare_hyper-90m", Server::BareHyper, Client::BareHyper),
     (
         "object_store_to_bare-90m",
@@ -250,6 +329,11 @@ const BASELINES: [(&str, Server, Client); 4] = [
         "object_store_to_fake-90m",
         Server::Fake,
         Client::ObjectStore,
+    ),
+    (
+        "object_store_to_faulty_fake-90m",
+        Server::FaultyFake,
+        Client::ObjectStoreOpenLoop,
     ),
 ];
 
@@ -353,6 +437,15 @@ fn summary(since: SystemTime, work: &[(&str, Work)]) {
             slice / parts
         );
     }
+    if let (Some(slice), Some(faulty)) = (
+        per_request.get("us-central1-90m"),
+        per_request.get("object_store_to_faulty_fake-90m"),
+    ) {
+        println!(
+            "  us-central1-90m per request / object_store_to_faulty_fake-90m per request: {:.2} (what the spool, producer, ledger and disk add, the faults' own cost on both sides)",
+            slice / faulty
+        );
+    }
 }
 
 /// Rounds of the paired measure of the replay's own share (about 15 s each);
@@ -360,33 +453,46 @@ fn summary(since: SystemTime, work: &[(&str, Work)]) {
 const SHARE_ROUNDS: usize = 7;
 
 /// The replay's own share, in pairs: the slice's CPU per request over its
-/// baseline's, each round's two runs back to back. Prints each round and the
-/// median of their ratios.
+/// baseline's, each round's runs back to back. Prints each round and the median of
+/// their ratios; and beside it the slice over `object_store_to_faulty_fake-90m`,
+/// the same client meeting the same faults without a spool.
 fn paired_share(rounds: usize) {
     if rounds == 0 {
         return;
     }
     let slice = us_central1_slice();
     println!(
-        "\nthe replay's own share in pairs: {rounds} rounds of us-central1-90m and object_store_to_fake-90m back to back, CPU per request"
+        "\nthe replay's own share in pairs: {rounds} rounds of us-central1-90m, object_store_to_fake-90m and object_store_to_faulty_fake-90m back to back, CPU per request"
     );
-    println!("  round    slice  baseline   ratio");
-    let mut ratios = Vec::with_capacity(rounds);
+    println!("  round    slice  baseline   ratio  faulty   ratio");
+    let (mut ratios, mut net_ratios) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
     for round in 0..rounds {
-        let (slice_us, baseline_us) = if round % 2 == 0 {
+        let (slice_us, baseline_us, faulty_us) = if round % 2 == 0 {
             let slice_us = slice_cpu_per_request(&slice);
-            (slice_us, baseline_cpu_per_request(&slice))
+            let baseline_us = baseline_cpu_per_request(&slice, Server::Fake, Client::ObjectStore);
+            let faulty_us =
+                baseline_cpu_per_request(&slice, Server::FaultyFake, Client::ObjectStoreOpenLoop);
+            (slice_us, baseline_us, faulty_us)
         } else {
-            let baseline_us = baseline_cpu_per_request(&slice);
-            (slice_cpu_per_request(&slice), baseline_us)
+            let faulty_us =
+                baseline_cpu_per_request(&slice, Server::FaultyFake, Client::ObjectStoreOpenLoop);
+            let baseline_us = baseline_cpu_per_request(&slice, Server::Fake, Client::ObjectStore);
+            (slice_cpu_per_request(&slice), baseline_us, faulty_us)
         };
-        let ratio = slice_us / baseline_us;
-        println!("  {round:>5} {slice_us:>6.1}us {baseline_us:>7.1}us {ratio:>7.2}");
+        let (ratio, net_ratio) = (slice_us / baseline_us, slice_us / faulty_us);
+        println!(
+            "  {round:>5} {slice_us:>6.1}us {baseline_us:>7.1}us {ratio:>7.2} {faulty_us:>5.1}us {net_ratio:>7.2}"
+        );
         ratios.push(ratio);
+        net_ratios.push(net_ratio);
     }
     println!(
         "  median of {rounds} rounds: us-central1-90m / object_store_to_fake-90m {:.2} (budget <= 1.25)",
         benches::median(&ratios)
+    );
+    println!(
+        "  median of {rounds} rounds: us-central1-90m / object_store_to_faulty_fake-90m {:.2} (what the spool, producer, ledger and disk add; the faults' own cost on both sides)",
+        benches::median(&net_ratios)
     );
 }
 
@@ -401,10 +507,10 @@ fn slice_cpu_per_request(slice: &Scenario) -> f64 {
     cpu.as_secs_f64() * 1e6 / output.fake.requests.max(1) as f64
 }
 
-/// One run of `object_store_to_fake-90m`: microseconds of CPU per request.
-fn baseline_cpu_per_request(slice: &Scenario) -> f64 {
+/// One run of a baseline: microseconds of CPU per request.
+fn baseline_cpu_per_request(slice: &Scenario, server: Server, client: Client) -> f64 {
     let before = benches::process_cpu_ns();
-    let work = baseline(slice, Server::Fake, Client::ObjectStore);
+    let work = baseline(slice, server, client);
     let cpu = benches::process_cpu_ns() - before;
     cpu.as_secs_f64() * 1e6 / work.requests.max(1) as f64
 }
