@@ -186,14 +186,19 @@ fn baseline(scenario: &Scenario, server: Server, client: Client) -> Work {
         }
         Ok(())
     });
+    Work {
+        steps: step_to_end(&mut sim),
+        requests: CONNECTIONS * per_connection,
+    }
+}
+
+/// Steps a baseline's world until its client is done; the steps taken.
+fn step_to_end(sim: &mut turmoil::Sim<'static>) -> u64 {
     let mut steps = 0;
     while !sim.step().expect("the baseline runs") {
         steps += 1;
     }
-    Work {
-        steps,
-        requests: CONNECTIONS * per_connection,
-    }
+    steps
 }
 
 /// The fake Cloud Storage for a baseline: without faults, or with `scenario`'s as
@@ -241,12 +246,8 @@ fn open_loop(mut sim: turmoil::Sim<'static>, scenario: &Scenario, fake: fake_gcs
         while in_flight.join_next().await.is_some() {}
         Ok(())
     });
-    let mut steps = 0;
-    while !sim.step().expect("the baseline runs") {
-        steps += 1;
-    }
     Work {
-        steps,
+        steps: step_to_end(&mut sim),
         requests: fake.stats().requests,
     }
 }
