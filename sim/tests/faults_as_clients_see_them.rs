@@ -189,11 +189,12 @@ fn a_hang_lasts_until_the_client_gives_up_or_hang_for_ends() -> turmoil::Result 
     Ok(())
 }
 
-/// A hang ends when its client gives up also when the body comes after the head (as
-/// `object_store` sends an object of the replay's sizes): the fake takes the body in
-/// and hyper then sees the connection close. It held the request for all of
-/// `hang_for` when it left the body unread, keeping a task, a timer and the
-/// connection for ten minutes per hang in the replay.
+/// A hang ends when its client gives up also when hyper has not read the body with
+/// the head (here a 256 KiB body; in the replay, whose network delays each segment,
+/// bodies of any size): the fake takes the body in and hyper then sees the
+/// connection close. It held the request for all of `hang_for` when it left the
+/// body unread, keeping a task, a timer and the connection for ten minutes per hang
+/// in the replay.
 #[test]
 fn a_hang_with_a_body_ends_when_the_client_gives_up() -> turmoil::Result {
     let fake = turmoil_fake(config(
