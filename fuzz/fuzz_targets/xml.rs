@@ -51,7 +51,15 @@ fuzz_target!(|data: &[u8]| {
             continue;
         };
         let (name, value) = (&line[..colon], &line[colon + 1..]);
-        let value = value.strip_prefix(b" ").unwrap_or(value);
+        // As HTTP carries it: a field value has no leading or trailing spaces or
+        // tabs (RFC 9110, 5.5), and the fake's hyper drops them.
+        let blank = |b: &u8| *b == b' ' || *b == b'\t';
+        let start = value.iter().position(|b| !blank(b)).unwrap_or(value.len());
+        let end = value
+            .iter()
+            .rposition(|b| !blank(b))
+            .map_or(start, |i| i + 1);
+        let value = &value[start..end.max(start)];
         if let (Ok(name), Ok(value)) =
             (HeaderName::from_bytes(name), HeaderValue::from_bytes(value))
         {
