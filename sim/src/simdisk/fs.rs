@@ -161,16 +161,27 @@ fn not_found(path: &Path) -> io::Error {
 /// normal paths name the same directory exactly when their bytes are equal. Paths
 /// the spool makes are normal already and are not copied.
 fn normal(path: &Path) -> Cow<'_, Path> {
-    let bytes = path.as_os_str().as_encoded_bytes();
-    let needs_work = bytes.windows(2).any(|w| w == b"//")
-        || bytes.windows(3).any(|w| w == b"/./")
-        || bytes.ends_with(b"/.")
-        || (bytes.len() > 1 && bytes.ends_with(b"/"));
-    if needs_work {
+    if needs_work(path.as_os_str().as_encoded_bytes()) {
         Cow::Owned(path.components().collect())
     } else {
         Cow::Borrowed(path)
     }
+}
+
+/// Whether `bytes` hold `//` or `/./`, or end in `/.` or (past the root) in `/`:
+/// what [`normal`] removes. One pass over the bytes: this runs for every operation.
+fn needs_work(bytes: &[u8]) -> bool {
+    if bytes.len() > 1 && bytes.ends_with(b"/") || bytes.ends_with(b"/.") {
+        return true;
+    }
+    let mut after_slash = false;
+    for (i, &b) in bytes.iter().enumerate() {
+        if after_slash && (b == b'/' || (b == b'.' && bytes.get(i + 1) == Some(&b'/'))) {
+            return true;
+        }
+        after_slash = b == b'/';
+    }
+    false
 }
 
 /// A normal path's parent and file name. A UTF-8 path is cut at its last separator
@@ -269,10 +280,18 @@ impl Fs {
         self.dirs.contains_key(dir.as_os_str())
     }
 
-    fn issue(&mut self, changes: Vec<Change>, rename: bool) {
-        for c in &changes {
-            let old = self.live(&c.dir, &c.name);
-            if let Some(Node::File(ino)) = old {
+    /// Applies `changes` to the live view and journals them as one operation.
+    /// `replaced` holds, for each change, the file its name links now (the caller
+    /// has looked it up already; the name maps are large, the lookups not free).
+    fn issue(&mut self, changes: Vec<Change>, replaced: &[Option<Ino>], rename: bool) {
+        debug_assert_eq!(changes.len(), replaced.len());
+        for (c, &old) in changes.iter().zip(replaced) {
+            debug_assert_eq!(
+                old.map(Node::File),
+                self.live(&c.dir, &c.name)
+                    .filter(|n| matches!(n, Node::File(_)))
+            );
+            if let Some(ino) = old {
                 self.files.get_mut(&ino).expect("linked inode").live_links -= 1;
                 self.maybe_unused.push(ino);
             }
@@ -331,7 +350,7 @@ impl Fs {
             name: name.to_owned(),
             node: Some(Node::File(ino)),
         };
-        self.issue(vec![change], false);
+        self.issue(vec![change], &[None], false);
         Ok(ino)
     }
 
@@ -357,7 +376,7 @@ impl Fs {
             name: name.to_owned(),
             node: Some(Node::Dir),
         };
-        self.issue(vec![change], false);
+        self.issue(vec![change], &[None], false);
         Ok(())
     }
 
@@ -439,12 +458,16 @@ impl Fs {
         if !self.has_dir(to_dir) {
             return Err(not_found(to_dir));
         }
-        if let Some(Node::Dir) = self.live(to_dir.as_os_str(), to_name) {
-            return Err(io::Error::new(
-                io::ErrorKind::IsADirectory,
-                format!("{}: Is a directory", to.display()),
-            ));
-        }
+        let replaced = match self.live(to_dir.as_os_str(), to_name) {
+            Some(Node::Dir) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::IsADirectory,
+                    format!("{}: Is a directory", to.display()),
+                ));
+            }
+            Some(Node::File(old)) => Some(old),
+            None => None,
+        };
         if from == to {
             return Ok(());
         }
@@ -460,21 +483,21 @@ impl Fs {
                 node: Some(Node::File(ino)),
             },
         ];
-        self.issue(changes, true);
+        self.issue(changes, &[Some(ino), replaced], true);
         Ok(())
     }
 
     /// Removes the name `path` (a file).
     pub fn unlink(&mut self, path: &Path) -> io::Result<()> {
         let path = normal(path);
-        self.lookup_normal(&path)?;
+        let ino = self.lookup_normal(&path)?;
         let (dir, name) = split(&path)?;
         let change = Change {
             dir: dir.as_os_str().to_owned(),
             name: name.to_owned(),
             node: None,
         };
-        self.issue(vec![change], false);
+        self.issue(vec![change], &[Some(ino)], false);
         Ok(())
     }
 

@@ -47,6 +47,35 @@ fn paths_that_are_not_normal_name_the_same_directories() {
     assert!(matches!(normal(Path::new("/d/e/")), Cow::Owned(p) if p == Path::new("/d/e")));
 }
 
+/// The one-pass test of what [`normal`] must rewrite agrees with its definition
+/// (`//`, `/./`, a trailing `/.`, a trailing `/` past the root) on every path of up
+/// to seven characters from `/`, `.` and `a`.
+#[test]
+fn needs_work_is_what_normal_removes() {
+    fn by_definition(bytes: &[u8]) -> bool {
+        bytes.windows(2).any(|w| w == b"//")
+            || bytes.windows(3).any(|w| w == b"/./")
+            || bytes.ends_with(b"/.")
+            || (bytes.len() > 1 && bytes.ends_with(b"/"))
+    }
+    let mut paths = vec![Vec::new()];
+    for _ in 0..7 {
+        let longer: Vec<Vec<u8>> = paths
+            .iter()
+            .flat_map(|p| b"/.a".iter().map(move |&c| [p.as_slice(), &[c]].concat()))
+            .collect();
+        for path in &longer {
+            assert_eq!(
+                needs_work(path),
+                by_definition(path),
+                "{:?}",
+                String::from_utf8_lossy(path)
+            );
+        }
+        paths = longer;
+    }
+}
+
 #[test]
 fn a_file_keeps_the_buffers_it_was_filled_with() {
     let mut fs = fs();
