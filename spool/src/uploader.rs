@@ -150,15 +150,15 @@ impl Uploader {
         payload: Bytes,
         attributes: &Attributes,
     ) -> Result<Outcome, UploadError> {
-        self.remote.path(name)?;
-        // Refused before anything is sent: the same check the spool makes.
-        crate::entry::encode_attributes(attributes)?;
+        // Checked once, before anything is sent; the spool takes them as checked.
+        let path = self.remote.path(name)?;
+        let encoded = crate::entry::encode_attributes(attributes)?;
         if self.config.ordered && !self.spool.is_empty() {
-            return self.spool_it(name, payload, attributes, None).await;
+            return self.spool_it(name, payload, encoded, None).await;
         }
-        match self.write_direct(name, &payload, attributes).await {
+        match self.write_direct(name, &path, &payload, attributes).await {
             Direct::Stored => Ok(Outcome::Stored),
-            Direct::Spool(e) => self.spool_it(name, payload, attributes, Some(e)).await,
+            Direct::Spool(e) => self.spool_it(name, payload, encoded, Some(e)).await,
             Direct::Refused(e) => Err(UploadError::Refused(e)),
         }
     }
@@ -215,7 +215,16 @@ impl Uploader {
             }
         };
         let name = staged.name().to_owned();
-        match self.write_direct(&name, &payload, attributes).await {
+        // `Spool::stage` checked the name; an error here would be a bug, refused
+        // as `put_if_absent` refuses a bad name.
+        let path = match self.remote.path(&name) {
+            Ok(path) => path,
+            Err(e) => {
+                staged.discard().await;
+                return Err(UploadError::Refused(StoreError::InvalidName(e)));
+            }
+        };
+        match self.write_direct(&name, &path, &payload, attributes).await {
             Direct::Stored => {
                 staged.discard().await;
                 Ok(Outcome::Stored)
@@ -228,14 +237,21 @@ impl Uploader {
         }
     }
 
-    /// One create-if-absent write of `payload` as `name`, timed and counted, with a
-    /// 412 proven or refused.
-    async fn write_direct(&self, name: &str, payload: &Bytes, attributes: &Attributes) -> Direct {
+    /// One create-if-absent write of `payload` as `name` (at `path`, its store
+    /// path), timed and counted, with a 412 proven or refused.
+    async fn write_direct(
+        &self,
+        name: &str,
+        path: &object_store::path::Path,
+        payload: &Bytes,
+        attributes: &Attributes,
+    ) -> Direct {
         let metrics = self.spool.metrics();
         let started = Instant::now();
+        let timeout = self.config.put_timeout;
         let result = self
             .remote
-            .put_if_absent(name, payload.clone(), attributes, self.config.put_timeout)
+            .put_if_absent_at(path, payload.clone(), attributes, timeout)
             .await;
         metrics
             .upload_direct_seconds
@@ -352,15 +368,17 @@ impl Uploader {
         }
     }
 
+    /// Puts an object whose name and attributes `try_upload` checked (`encoded`:
+    /// the attributes as the entry holds them) into the spool.
     async fn spool_it(
         &self,
         name: &str,
         payload: Bytes,
-        attributes: &Attributes,
+        encoded: Vec<u8>,
         store_error: Option<StoreError>,
     ) -> Result<Outcome, UploadError> {
         let started = Instant::now();
-        let result = self.spool.put_with(name, payload, attributes).await;
+        let result = self.spool.put_checked(name, payload, encoded).await;
         self.spooled(started, result, store_error)
     }
 

@@ -86,6 +86,18 @@ impl Remote {
         timeout: Duration,
     ) -> Result<(), StoreError> {
         let path = self.path(name).map_err(StoreError::InvalidName)?;
+        self.put_if_absent_at(&path, payload, attributes, timeout)
+            .await
+    }
+
+    /// [`Remote::put_if_absent`] to a path from [`Remote::path`].
+    pub async fn put_if_absent_at(
+        &self,
+        path: &Path,
+        payload: Bytes,
+        attributes: &Attributes,
+        timeout: Duration,
+    ) -> Result<(), StoreError> {
         let options = PutOptions {
             mode: PutMode::Create,
             attributes: attributes.clone(),
@@ -93,7 +105,7 @@ impl Remote {
         };
         let put = self
             .store
-            .put_opts(&path, PutPayload::from_bytes(payload), options);
+            .put_opts(path, PutPayload::from_bytes(payload), options);
         match tokio::time::timeout(timeout, put).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(classify(e)),

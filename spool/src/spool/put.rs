@@ -113,6 +113,22 @@ impl Spool {
     ) -> Result<Receipt, PutError> {
         name::check_writable(name)?;
         let attributes = entry::encode_attributes(attributes)?;
+        self.put_checked(name, payload, attributes).await
+    }
+
+    /// [`Spool::put_with`] of a name [`name::check_writable`] accepted, with its
+    /// attributes encoded ([`entry::encode_attributes`]): for a caller that checked
+    /// both already.
+    pub(crate) async fn put_checked(
+        &self,
+        name: &str,
+        payload: Bytes,
+        attributes: Vec<u8>,
+    ) -> Result<Receipt, PutError> {
+        debug_assert!(
+            name::check_writable(name).is_ok(),
+            "unchecked name {name:?}"
+        );
         let file_bytes = entry::file_bytes(name.len(), attributes.len(), payload.len() as u64);
         let reservation = self.reserve(file_bytes)?;
         let spool = self.clone();
