@@ -106,11 +106,10 @@ async fn read_all(disk: &SimDisk, config: &SpoolConfig, now_unix_ms: u64) -> Inv
         (DEAD_LETTER_DIR, &mut inventory.dead_letter),
         (QUARANTINE_DIR, &mut inventory.quarantine),
     ] {
-        let dir = root.join(sub);
-        let mut files = disk.files(&dir);
-        files.retain(|f| !f.ends_with(REASON_SUFFIX) && !f.ends_with(ERROR_SUFFIX));
-        for file in files {
-            let read = disk.contents(&dir.join(&file));
+        let mut files = disk.files_with_contents(&root.join(sub));
+        files.retain(|(f, _)| !f.ends_with(REASON_SUFFIX) && !f.ends_with(ERROR_SUFFIX));
+        into.reserve(files.len());
+        for (file, read) in files {
             match read.map(spool::entry::decode) {
                 Ok(Ok((header, payload))) => into.push(Entry {
                     name: header.name,

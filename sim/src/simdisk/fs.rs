@@ -506,10 +506,16 @@ impl Fs {
         Ok(self.names(dir)?.map(str::to_owned).collect())
     }
 
-    /// The names of the files (not directories) in `dir` now, sorted, borrowed: the
-    /// durable namespace and the overlay are both sorted, so one merge of the two
-    /// (the overlay's value winning a name both have) needs no copy and no sort.
+    /// The names of the files (not directories) in `dir` now, sorted, borrowed.
     pub fn names<'a>(&'a self, dir: &Path) -> io::Result<impl Iterator<Item = &'a str>> {
+        Ok(self.files_in(dir)?.map(|(name, _)| name))
+    }
+
+    /// The files (not directories) in `dir` now with their inodes, sorted by name,
+    /// borrowed: the durable namespace and the overlay are both sorted, so one merge
+    /// of the two (the overlay's value winning a name both have) needs no copy and
+    /// no sort.
+    pub fn files_in<'a>(&'a self, dir: &Path) -> io::Result<impl Iterator<Item = (&'a str, Ino)>> {
         let d = self
             .dirs
             .get(normal(dir).as_os_str())
@@ -530,8 +536,8 @@ impl Fs {
                     }
                     _ => std::mem::replace(&mut next_overlay, overlay.next())?,
                 };
-                if let Some(Node::File(_)) = node {
-                    return Some(name);
+                if let Some(Node::File(ino)) = node {
+                    return Some((name, ino));
                 }
             }
         }))

@@ -294,12 +294,20 @@ impl SimDisk {
         self.lock_state().fs.list(dir).unwrap_or_default()
     }
 
-    /// The contents of `path` as the disk has them (EIO on a bad sector): the
-    /// checker's view.
-    pub fn contents(&self, path: &Path) -> io::Result<Bytes> {
+    /// The files in `dir` with their contents as the disk has them (EIO on a bad
+    /// sector), sorted by name, in one pass under one lock: the checker's view of a
+    /// directory that may hold a whole backlog. Empty if `dir` does not exist.
+    pub fn files_with_contents(&self, dir: &Path) -> Vec<(String, io::Result<Bytes>)> {
         let s = self.lock_state();
-        let ino = s.fs.lookup(path)?;
-        s.fs.read(ino).map(|contents| contents.to_bytes())
+        let Ok(files) = s.fs.files_in(dir) else {
+            return Vec::new();
+        };
+        files
+            .map(|(name, ino)| {
+                let contents = s.fs.read(ino).map(|contents| contents.to_bytes());
+                (name.to_owned(), contents)
+            })
+            .collect()
     }
 
     /// Turns faults off for good (for the final inventory): the injected errors,
@@ -584,10 +592,15 @@ impl Disk for SimDisk {
                 return Err(eio(&format!("readdir {}", dir.display())));
             }
             let drops = s.mutant == Some(DiskMutant::ListingDropsEntries);
-            let names = s.fs.names(dir)?;
-            Ok(names
-                .filter(|n| !drops || n.split('.').nth(1).is_none_or(|ms| !ms.ends_with('7')))
-                .collect())
+            let kept = |n: &&str| !drops || n.split('.').nth(1).is_none_or(|ms| !ms.ends_with('7'));
+            // Counted first, so the listing of a whole backlog is two allocations.
+            let (count, bytes) =
+                s.fs.names(dir)?
+                    .filter(kept)
+                    .fold((0, 0), |(count, bytes), n| (count + 1, bytes + n.len()));
+            let mut names = Names::with_capacity(count, bytes);
+            s.fs.names(dir)?.filter(kept).for_each(|n| names.push(n));
+            Ok(names)
         }))
     }
 

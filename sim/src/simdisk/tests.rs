@@ -76,3 +76,29 @@ fn power_goes_right_after_a_mkdir_before_its_parent_is_synced() {
     );
     assert_eq!(states.directories_lost, states.unsynced_ops_lost);
 }
+
+/// The checker's view of a directory: every file, sorted, with the bytes it holds
+/// now (two pieces joined), a directory left out, a bad sector an error of that
+/// file alone; nothing for a directory that does not exist.
+#[test]
+fn files_with_contents_gives_each_file_its_bytes_or_its_error() {
+    let disk = SimDisk::new(DiskConfig::default(), 1);
+    let dir = Path::new("/d");
+    block_on(disk.create_dir_all(&dir.join("sub"))).unwrap();
+    let pieces = Contents::new(Bytes::from_static(b"he"), Bytes::from_static(b"ad"));
+    block_on(disk.create_synced(&dir.join("b"), pieces)).unwrap();
+    block_on(disk.create_synced(&dir.join("a"), file("one"))).unwrap();
+    block_on(disk.create_synced(&dir.join("c"), file("bad"))).unwrap();
+    {
+        let mut s = disk.lock_state();
+        let ino = s.fs.lookup(&dir.join("c")).unwrap();
+        s.fs.make_unreadable(ino);
+    }
+    let files = disk.files_with_contents(dir);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    assert_eq!(files[0].1.as_deref().unwrap(), b"one");
+    assert_eq!(files[1].1.as_deref().unwrap(), b"head");
+    assert!(files[2].1.is_err(), "the bad sector's file fails alone");
+    assert!(disk.files_with_contents(Path::new("/none")).is_empty());
+}
