@@ -110,7 +110,8 @@ async fn read_all(disk: &SimDisk, config: &SpoolConfig, now_unix_ms: u64) -> Inv
         files.retain(|(f, _)| !f.ends_with(REASON_SUFFIX) && !f.ends_with(ERROR_SUFFIX));
         into.reserve(files.len());
         for (file, read) in files {
-            match read.map(spool::entry::decode) {
+            // Joined one file at a time: a backlog's entries are never copied at once.
+            match read.map(|contents| spool::entry::decode(contents.to_bytes())) {
                 Ok(Ok((header, payload))) => into.push(Entry {
                     name: header.name,
                     size: payload.len() as u64,

@@ -215,8 +215,8 @@ impl Uploader {
             }
         };
         let name = staged.name().to_owned();
-        // `Spool::stage` checked the name; an error here would be a bug, refused
-        // as `put_if_absent` refuses a bad name.
+        // `Spool::stage` checked the name; an error here would be a bug, and the
+        // object is refused without anything sent.
         let path = match self.remote.path(&name) {
             Ok(path) => path,
             Err(e) => {

@@ -296,17 +296,16 @@ impl SimDisk {
 
     /// The files in `dir` with their contents as the disk has them (EIO on a bad
     /// sector), sorted by name, in one pass under one lock: the checker's view of a
-    /// directory that may hold a whole backlog. Empty if `dir` does not exist.
-    pub fn files_with_contents(&self, dir: &Path) -> Vec<(String, io::Result<Bytes>)> {
+    /// directory that may hold a whole backlog. The contents share the disk's
+    /// buffers (join each with `Contents::to_bytes` as it is read, not all at once).
+    /// Empty if `dir` does not exist.
+    pub fn files_with_contents(&self, dir: &Path) -> Vec<(String, io::Result<Contents>)> {
         let s = self.lock_state();
         let Ok(files) = s.fs.files_in(dir) else {
             return Vec::new();
         };
         files
-            .map(|(name, ino)| {
-                let contents = s.fs.read(ino).map(|contents| contents.to_bytes());
-                (name.to_owned(), contents)
-            })
+            .map(|(name, ino)| (name.to_owned(), s.fs.read(ino)))
             .collect()
     }
 

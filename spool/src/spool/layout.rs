@@ -46,32 +46,25 @@ pub const ERROR_SUFFIX: &str = ".error";
 /// at `created_unix_ms`, `file_bytes` long.
 pub fn entry_file_name(seq: u64, created_unix_ms: u64, file_bytes: u64) -> String {
     let mut name = String::with_capacity(64);
-    push_seq(&mut name, seq);
+    push_decimal(&mut name, seq, SEQ_DIGITS);
     for part in [created_unix_ms, file_bytes] {
         name.push('.');
-        push_decimal(&mut name, part);
+        push_decimal(&mut name, part, 1);
     }
     name.push_str(ENTRY_SUFFIX);
     name
 }
 
-/// Appends `seq` in 20 digits, zeros first (`u64::MAX` has 20): names sort as
-/// their numbers do. By hand, as `push_decimal`: every put names two files, and
-/// naming them was about 1% of a replay's CPU with `format!`.
-fn push_seq(out: &mut String, seq: u64) {
-    let mut digits = [b'0'; 20];
-    let mut rest = seq;
-    for digit in digits.iter_mut().rev() {
-        *digit = b'0' + (rest % 10) as u8;
-        rest /= 10;
-    }
-    debug_assert_eq!(rest, 0);
-    out.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
-}
+/// A sequence number's digits in a file name, zeros first (`u64::MAX` has 20):
+/// names sort as their numbers do.
+const SEQ_DIGITS: usize = 20;
 
-/// Appends `n` in decimal, without leading zeros.
-fn push_decimal(out: &mut String, n: u64) {
-    let mut digits = [0u8; 20];
+/// Appends `n` in decimal, with zeros first up to `min_digits` (at most 20). By
+/// hand: every put names two files, and naming them was about 1% of a replay's
+/// CPU with `format!`.
+fn push_decimal(out: &mut String, n: u64, min_digits: usize) {
+    debug_assert!((1..=SEQ_DIGITS).contains(&min_digits));
+    let mut digits = [b'0'; SEQ_DIGITS];
     let mut at = digits.len();
     let mut rest = n;
     loop {
@@ -82,7 +75,8 @@ fn push_decimal(out: &mut String, n: u64) {
             break;
         }
     }
-    out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
+    let from = at.min(digits.len() - min_digits);
+    out.push_str(std::str::from_utf8(&digits[from..]).expect("ASCII digits"));
 }
 
 /// `00000000000000000042.entry`: how entry files were named before 2026-12.
@@ -180,7 +174,7 @@ pub fn parse_entry_name(file_name: &str) -> Option<EntryName> {
 /// `00000000000000000042.tmp`
 pub fn temp_file_name(seq: u64) -> String {
     let mut name = String::with_capacity(24);
-    push_seq(&mut name, seq);
+    push_decimal(&mut name, seq, SEQ_DIGITS);
     name.push_str(TEMP_SUFFIX);
     name
 }
