@@ -207,7 +207,10 @@ impl Shared {
             hosts.push(HostControl::new(relay, Role::Relay, disk(relay)));
         }
         Self {
-            ledger: Mutex::new(Ledger::new(app_hosts)),
+            ledger: Mutex::new(Ledger::new(
+                app_hosts,
+                scenario.workload.expected_writes_per_host(),
+            )),
             recorder: Mutex::new(Recorder::new(hosts.len() as u32, scenario.sample)),
             hosts,
             scenario,

@@ -168,6 +168,20 @@ pub struct Workload {
     pub conflicts: f64,
 }
 
+impl Workload {
+    /// Writes a host issues, with room for chance (the mean of its Poisson count
+    /// and four standard deviations), up to eight million: what its ledger reserves.
+    pub fn expected_writes_per_host(&self) -> usize {
+        let mean = self.rate * self.stop_at.as_secs_f64();
+        let expected = mean + 4.0 * mean.sqrt();
+        if expected.is_finite() {
+            (expected.ceil() as usize).min(1 << 23)
+        } else {
+            0
+        }
+    }
+}
+
 /// Object size distribution.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SizeDist {
