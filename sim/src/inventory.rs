@@ -106,10 +106,11 @@ async fn read_all(disk: &SimDisk, config: &SpoolConfig, now_unix_ms: u64) -> Inv
         (DEAD_LETTER_DIR, &mut inventory.dead_letter),
         (QUARANTINE_DIR, &mut inventory.quarantine),
     ] {
-        let mut files = disk.files_with_contents(&root.join(sub));
-        files.retain(|(f, _)| !f.ends_with(REASON_SUFFIX) && !f.ends_with(ERROR_SUFFIX));
-        into.reserve(files.len());
-        for (file, read) in files {
+        let unreadable = &mut inventory.unreadable;
+        disk.visit_files_with_contents(&root.join(sub), |file, read| {
+            if file.ends_with(REASON_SUFFIX) || file.ends_with(ERROR_SUFFIX) {
+                return;
+            }
             // Joined one file at a time: a backlog's entries are never copied at once.
             match read.map(|contents| spool::entry::decode(contents.to_bytes())) {
                 Ok(Ok((header, payload))) => into.push(Entry {
@@ -117,10 +118,10 @@ async fn read_all(disk: &SimDisk, config: &SpoolConfig, now_unix_ms: u64) -> Inv
                     size: payload.len() as u64,
                     crc32c: crc32c::crc32c(&payload),
                 }),
-                Ok(Err(e)) => inventory.unreadable.push(format!("{sub}/{file}: {e}")),
-                Err(e) => inventory.unreadable.push(format!("{sub}/{file}: {e}")),
+                Ok(Err(e)) => unreadable.push(format!("{sub}/{file}: {e}")),
+                Err(e) => unreadable.push(format!("{sub}/{file}: {e}")),
             }
-        }
+        });
     }
     inventory
 }

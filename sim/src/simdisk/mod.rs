@@ -174,14 +174,30 @@ struct DiskState {
     damage: Vec<Damage>,
     crash_states: CrashStates,
     injected: BTreeMap<&'static str, u64>,
-    /// The simulated instant of the last operation, and operations at it.
-    livelock: (Option<Duration>, u64),
+    /// Operations since the livelock check last read the clock, the simulated
+    /// instant it read, and operations counted at that instant.
+    livelock: Livelock,
 }
 
 /// Operations at one simulated instant that mean a livelock: far more than any
 /// burst the spool makes (opening a spool is one listing, not one operation per
 /// entry).
 const LIVELOCK_OPS: u64 = 1_000_000;
+
+/// Operations between two reads of the simulated clock by the livelock check: a
+/// read looks the host up in turmoil's world, and a put is five operations.
+const LIVELOCK_READ_EVERY: u64 = 4096;
+
+/// The livelock check's count.
+#[derive(Debug, Default)]
+struct Livelock {
+    /// Operations since the clock was last read.
+    since_read: u64,
+    /// The simulated instant last read.
+    instant: Option<Duration>,
+    /// Operations counted at `instant`, by whole reads.
+    at_instant: u64,
+}
 
 /// `spool::Disk` on a simulated disk. Clones share the disk.
 #[derive(Debug, Clone)]
@@ -208,7 +224,7 @@ impl SimDisk {
                 damage: Vec::new(),
                 crash_states: CrashStates::default(),
                 injected: BTreeMap::new(),
-                livelock: (None, 0),
+                livelock: Livelock::default(),
             })),
         }
     }
@@ -294,19 +310,24 @@ impl SimDisk {
         self.lock_state().fs.list(dir).unwrap_or_default()
     }
 
-    /// The files in `dir` with their contents as the disk has them (EIO on a bad
-    /// sector), sorted by name, in one pass under one lock: the checker's view of a
-    /// directory that may hold a whole backlog. The contents share the disk's
-    /// buffers (join each with `Contents::to_bytes` as it is read, not all at once).
-    /// Empty if `dir` does not exist.
-    pub fn files_with_contents(&self, dir: &Path) -> Vec<(String, io::Result<Contents>)> {
+    /// Calls `visit` with each file in `dir` and its contents as the disk has them
+    /// (EIO on a bad sector), sorted by name, in one pass under one lock: the
+    /// checker's view of a directory that may hold a whole backlog, handed over
+    /// one file at a time (the contents share the disk's buffers) rather than
+    /// collected first. Nothing if `dir` does not exist. `visit` must not use
+    /// this disk (its lock is held).
+    pub fn visit_files_with_contents(
+        &self,
+        dir: &Path,
+        mut visit: impl FnMut(&str, io::Result<Contents>),
+    ) {
         let s = self.lock_state();
         let Ok(files) = s.fs.files_in(dir) else {
-            return Vec::new();
+            return;
         };
-        files
-            .map(|(name, ino)| (name.to_owned(), s.fs.read(ino)))
-            .collect()
+        for (name, ino) in files {
+            visit(name, s.fs.read(ino));
+        }
     }
 
     /// Turns faults off for good (for the final inventory): the injected errors,
@@ -362,15 +383,25 @@ fn let_others_run() -> impl std::future::Future<Output = ()> {
 
 impl DiskState {
     /// Panics when the host does disk operations without simulated time passing:
-    /// a loop that never waits would otherwise hang the run at this instant.
+    /// a loop that never waits would otherwise hang the run at this instant. The
+    /// clock is read every [`LIVELOCK_READ_EVERY`] operations, so a livelock is
+    /// found within that many operations past [`LIVELOCK_OPS`].
     fn check_for_livelock(&mut self) {
-        let now = turmoil::sim_elapsed();
-        if now != self.livelock.0 {
-            self.livelock = (now, 0);
+        let count = &mut self.livelock;
+        count.since_read += 1;
+        if count.since_read < LIVELOCK_READ_EVERY {
+            return;
         }
-        self.livelock.1 += 1;
+        let now = turmoil::sim_elapsed();
+        if now == count.instant {
+            count.at_instant += count.since_read;
+        } else {
+            count.instant = now;
+            count.at_instant = 0;
+        }
+        count.since_read = 0;
         assert!(
-            self.livelock.1 < LIVELOCK_OPS,
+            count.at_instant < LIVELOCK_OPS,
             "livelock: {LIVELOCK_OPS} disk operations at simulated time {now:?} without time passing (a retry loop that never waits?)"
         );
     }

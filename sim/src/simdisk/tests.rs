@@ -81,7 +81,7 @@ fn power_goes_right_after_a_mkdir_before_its_parent_is_synced() {
 /// now (two pieces joined), a directory left out, a bad sector an error of that
 /// file alone; nothing for a directory that does not exist.
 #[test]
-fn files_with_contents_gives_each_file_its_bytes_or_its_error() {
+fn visit_files_with_contents_gives_each_file_its_bytes_or_its_error() {
     let disk = SimDisk::new(DiskConfig::default(), 1);
     let dir = Path::new("/d");
     block_on(disk.create_dir_all(&dir.join("sub"))).unwrap();
@@ -94,11 +94,37 @@ fn files_with_contents_gives_each_file_its_bytes_or_its_error() {
         let ino = s.fs.lookup(&dir.join("c")).unwrap();
         s.fs.make_unreadable(ino);
     }
-    let files = disk.files_with_contents(dir);
+    let mut files = Vec::new();
+    disk.visit_files_with_contents(dir, |name, read| files.push((name.to_owned(), read)));
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["a", "b", "c"]);
     assert_eq!(files[0].1.as_ref().unwrap().to_bytes(), b"one".as_slice());
     assert_eq!(files[1].1.as_ref().unwrap().to_bytes(), b"head".as_slice());
     assert!(files[2].1.is_err(), "the bad sector's file fails alone");
-    assert!(disk.files_with_contents(Path::new("/none")).is_empty());
+    let mut visited = 0;
+    disk.visit_files_with_contents(Path::new("/none"), |_, _| visited += 1);
+    assert_eq!(visited, 0);
+}
+
+/// Disk operations with no simulated time passing (outside turmoil the instant is
+/// always none) are a livelock: not at `LIVELOCK_OPS` less a read's interval, and
+/// within a read's interval past it, though the clock is read only now and then.
+#[test]
+fn operations_without_time_passing_are_a_livelock() {
+    let disk = SimDisk::new(DiskConfig::default(), 1);
+    let root = Path::new("/");
+    block_on(async {
+        for _ in 0..LIVELOCK_OPS - LIVELOCK_READ_EVERY {
+            disk.sync_dir(root).await.unwrap();
+        }
+    });
+    let more = std::panic::catch_unwind(|| {
+        block_on(async {
+            for _ in 0..2 * LIVELOCK_READ_EVERY {
+                disk.sync_dir(root).await.unwrap();
+            }
+        })
+    });
+    let message = more.expect_err("a livelock").downcast::<String>().unwrap();
+    assert!(message.starts_with("livelock: "), "{message}");
 }
