@@ -178,13 +178,14 @@ impl Ledger {
     /// a replay's ledger grown by doubling copied and first touched twice its final
     /// size (megabytes), about 1% of a replay's CPU.
     pub fn new(hosts: u32, expected_writes: usize) -> Self {
-        let host = HostLedger {
-            writes: Vec::with_capacity(expected_writes),
-            in_flight: BTreeSet::new(),
-        };
-        Self {
-            hosts: vec![host; hosts as usize],
-        }
+        // Each built, not cloned: a clone of a `Vec` keeps its length, not its room.
+        let hosts = (0..hosts)
+            .map(|_| HostLedger {
+                writes: Vec::with_capacity(expected_writes),
+                in_flight: BTreeSet::new(),
+            })
+            .collect();
+        Self { hosts }
     }
 
     /// The sequence number the next write of `host` will get.
@@ -317,6 +318,15 @@ mod tests {
         assert!(offsets.len() > 9_980, "{} distinct offsets", offsets.len());
         assert!(*offsets.first().unwrap() < SHARED_OFFSETS / 100);
         assert!(*offsets.last().unwrap() > SHARED_OFFSETS / 100 * 99);
+    }
+
+    /// Every host's ledger has its room, not only the one `vec!` would have moved.
+    #[test]
+    fn every_host_reserves_its_expected_writes() {
+        let ledger = Ledger::new(3, 1000);
+        for host in &ledger.hosts {
+            assert!(host.writes.capacity() >= 1000, "{}", host.writes.capacity());
+        }
     }
 
     #[test]

@@ -81,16 +81,11 @@ async fn produce(
         Writer::Spool(_) => None,
     };
     let mut in_flight = JoinSet::new();
-    // The host's t = 0 as a timer instant: an arrival's deadline is then one sum, and
-    // a write reads the simulated clock once (each read looks the host up in
-    // turmoil's world).
-    let started = now();
-    let epoch = tokio::time::Instant::now() - started;
-    let mut next = started + exponential(&mut rng, workload.rate);
+    let mut next = now() + exponential(&mut rng, workload.rate);
     // One timer for the whole loop, moved to each next arrival, and finished writes
     // reaped as each new one starts rather than on each finish: a write then costs
     // one timer and one wake of this task, not two of each.
-    let arrival = tokio::time::sleep_until(epoch + next);
+    let arrival = tokio::time::sleep(next.saturating_sub(now()));
     tokio::pin!(arrival);
     // One wait for a command for the whole loop, as for the arrivals: a new one per
     // write registered and dropped a waiter each time, about 1% of a replay.
@@ -103,6 +98,8 @@ async fn produce(
             _ = &mut command => break,
             () = &mut arrival, if producing => {
                 while in_flight.try_join_next().is_some() {}
+                // The simulated clock read once per write: a read looks the host
+                // up in turmoil's world.
                 let at = now();
                 let size = draw_size(&mut rng, workload.size);
                 let poison = workload.poison > 0.0 && rng.random_bool(workload.poison);
@@ -129,7 +126,9 @@ async fn produce(
                     reader.issue(&shape, seq, &mut in_flight);
                 }
                 next += exponential(&mut rng, workload.rate);
-                arrival.as_mut().reset(epoch + next.max(at));
+                // Anchored on the timer's clock at each arrival, not once: with a tick
+                // that is not whole milliseconds the two clocks may drift apart.
+                arrival.as_mut().reset(tokio::time::Instant::now() + next.saturating_sub(at));
             }
             else => break,
         }

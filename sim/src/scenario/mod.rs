@@ -170,12 +170,12 @@ pub struct Workload {
 
 impl Workload {
     /// Writes a host issues, with room for chance (the mean of its Poisson count
-    /// and four standard deviations), up to eight million: what its ledger reserves.
+    /// and four standard deviations), up to a million: what its ledger reserves.
     pub fn expected_writes_per_host(&self) -> usize {
         let mean = self.rate * self.stop_at.as_secs_f64();
         let expected = mean + 4.0 * mean.sqrt();
         if expected.is_finite() {
-            (expected.ceil() as usize).min(1 << 23)
+            (expected.ceil() as usize).min(1 << 20)
         } else {
             0
         }
