@@ -175,8 +175,9 @@ fn ms(t: Duration) -> u32 {
 impl Ledger {
     /// An empty ledger for `hosts` hosts, each with room for `expected_writes`
     /// ([`Workload::expected_writes_per_host`](crate::scenario::Workload::expected_writes_per_host)):
-    /// a replay's ledger grown by doubling copied and first touched twice its final
-    /// size (megabytes), about 1% of a replay's CPU.
+    /// grown by doubling, a ledger is copied and first touched at about twice its
+    /// final size (megabytes); page faults in the producer's loop were about 1% of
+    /// the bench's 90-minute slice (docs/benchmarks-log.md, 2026-12-06).
     pub fn new(hosts: u32, expected_writes: usize) -> Self {
         // Each built, not cloned: a clone of a `Vec` keeps its length, not its room.
         let hosts = (0..hosts)

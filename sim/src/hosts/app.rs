@@ -88,7 +88,8 @@ async fn produce(
     let arrival = tokio::time::sleep(next.saturating_sub(now()));
     tokio::pin!(arrival);
     // One wait for a command for the whole loop, as for the arrivals: a new one per
-    // write registered and dropped a waiter each time, about 1% of a replay.
+    // write registered and dropped a waiter each time (about 1% of the bench's
+    // 90-minute slice in a profile, docs/benchmarks-log.md, 2026-12-06).
     let command = commands.changed();
     tokio::pin!(command);
     loop {
