@@ -8,7 +8,7 @@ use http::{Method, Uri};
 
 use crate::control::FakeControl;
 use crate::retry_test::Control;
-use crate::wire::{Api, MetaRoute, Operation, Query, Route};
+use crate::wire::{Api, MetaRoute, Operation, Query, Route, Routed};
 
 /// What a request asks of the fake: its own control API, the storage-testbench's,
 /// or Cloud Storage's.
@@ -33,14 +33,10 @@ impl Target {
             Some(Err(not_found)) => return Target::Api(not_found),
             None => {}
         }
-        if query.not_utf8().is_none() {
-            match MetaRoute::parse(method, path) {
-                Some(Ok(meta)) => return Target::Meta(meta),
-                Some(Err(invalid)) => return Target::Api(invalid),
-                None => {}
-            }
+        match Routed::parse(method, uri, query) {
+            Routed::Meta(meta) => Target::Meta(meta),
+            Routed::Api(route) => Target::Api(route),
         }
-        Target::Api(Route::parse(method, uri, query))
     }
 
     pub(crate) fn operation(&self) -> Operation {

@@ -72,6 +72,7 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
         .tallied(received.clone());
     let plan = passthrough::plan(
         &relay.config().pass_through,
+        &parts.method,
         &route,
         parts.uri.path(),
         &relay.config().bucket,
@@ -82,9 +83,10 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
         started,
         received: &received,
     };
-    if let Plan::Forward(op) = plan {
+    if let Plan::Forward(upstream) = &plan {
         let forward = Forward {
-            op,
+            op: upstream.op,
+            path: &upstream.path,
             route: &route,
             method: &parts.method,
             uri: &parts.uri,
@@ -108,6 +110,7 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
         // Refused before a byte of the body is read.
         (Some(rejection), _) => rejection.reply(api),
         (None, Plan::OtherBucket) => request.no_such_bucket().reply(api),
+        (None, Plan::Refused(rejection)) => rejection.reply(api),
         (None, _) => request
             .serve(&route, body)
             .await

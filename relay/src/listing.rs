@@ -164,7 +164,7 @@ pub(crate) fn prepare(forward: &Forward<'_>, merging: Merging) -> Result<Prepare
         ListQuery::parse(api, forward.query, MAX_LIST_RESULTS).map_err(PassError::Refused)?;
     let resume = Resume::of(&asked);
     let query = upstream_query(api, forward.uri.query().unwrap_or(""), &asked, &resume);
-    let uri: http::Uri = (format!("{}?{query}", forward.uri.path()).parse())
+    let uri: http::Uri = (format!("{}?{query}", forward.path).parse())
         .map_err(|e| PassError::Refused(Rejection::invalid(format!("Invalid list query: {e}"))))?;
     Ok(Prepared {
         uri,

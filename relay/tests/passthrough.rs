@@ -6,30 +6,12 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{BUCKET, Harness, Setup, body_json, encode, real_fake};
+use common::{
+    BUCKET, Harness, Setup, body_json, encode, passing_through, passing_through_up_to, real_fake,
+};
 use fake_gcs::{FakeGcs, FaultPlan};
 use relay::{PassThrough, RelayConfig};
 use serde_json::{Value, json};
-
-/// A relay in front of the fake at `fake_base` that passes everything but
-/// uploads through to it; objects of up to 1 MiB.
-async fn passing_through(fake_base: &str) -> Harness {
-    passing_through_up_to(fake_base, 1 << 20).await
-}
-
-/// [`passing_through`], taking objects of up to `max_object_bytes`.
-async fn passing_through_up_to(fake_base: &str, max_object_bytes: u64) -> Harness {
-    let config = RelayConfig {
-        max_object_bytes: Some(max_object_bytes),
-        pass_through: PassThrough::http(fake_base, None).unwrap(),
-        ..RelayConfig::new(BUCKET)
-    };
-    let setup = Setup {
-        relay: Some(config),
-        ..Setup::default()
-    };
-    Harness::in_front_of(fake_base, setup).await
-}
 
 /// [`passing_through_up_to`] with its spool on `disk`.
 async fn passing_through_on(fake_base: &str, disk: Arc<dyn spool::Disk>) -> Harness {

@@ -183,6 +183,16 @@ impl MetaRoute {
     /// UTF-8 (the route to answer with).
     pub fn parse(method: &Method, path: &str) -> Parsed {
         let parser = Parser { method, path };
+        if path.starts_with("/storage/v1/")
+            && let Some(message) = crate::wire::route::ambiguous_path(path)
+        {
+            let api = Api::Json;
+            return Some(Err(Route::Invalid {
+                api,
+                status: 400,
+                message,
+            }));
+        }
         if path == "/storage/v1/b" {
             return (method == Method::POST).then_some(Ok(MetaRoute::BucketInsert));
         }
@@ -272,6 +282,46 @@ impl MetaRoute {
             | MetaRoute::Move { name, .. } => Some(name),
             MetaRoute::Acl { object, .. } => object.as_deref(),
             _ => None,
+        }
+    }
+}
+
+/// A Cloud Storage request as a server that serves both kinds routes it: a JSON
+/// API path is first a metadata request ([`MetaRoute`]), as Cloud Storage reads
+/// `DELETE .../o/a/acl/x` (an ACL entry's, not the object `a/acl/x`'s); what is
+/// not one is a [`Route`]. The fake routes this way, and the relay's pass-through
+/// property holds what it sends upstream to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Routed {
+    /// A metadata request.
+    Meta(MetaRoute),
+    /// A request [`Route::parse`] names (an invalid metadata request included).
+    Api(Route),
+}
+
+impl Routed {
+    /// The request `method uri` makes.
+    pub fn parse(method: &Method, uri: &http::Uri, query: &crate::wire::Query) -> Routed {
+        if query.not_utf8().is_none() {
+            match MetaRoute::parse(method, uri.path()) {
+                Some(Ok(meta)) => return Routed::Meta(meta),
+                Some(Err(invalid)) => return Routed::Api(invalid),
+                None => {}
+            }
+        }
+        Routed::Api(Route::parse(method, uri, query))
+    }
+
+    /// Every bucket the path names: a copy's or rewrite's source and destination.
+    pub fn buckets(&self) -> Vec<&str> {
+        match self {
+            Routed::Meta(MetaRoute::Copy {
+                source_bucket,
+                bucket,
+                ..
+            }) => vec![source_bucket, bucket],
+            Routed::Meta(meta) => meta.bucket().into_iter().collect(),
+            Routed::Api(route) => route.bucket().into_iter().collect(),
         }
     }
 }

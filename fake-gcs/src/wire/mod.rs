@@ -61,7 +61,7 @@ pub use compose::{Compose, ComposeSource, MAX_COMPONENTS, MAX_COMPOSE_SOURCES};
 pub use digest::{Declared, Digests, Hashing, Mismatch, crc32c_base64, md5_base64, md5_hex};
 pub use error::{Rejection, error_reply};
 pub use log::{redacted_query, refusal_message};
-pub use meta_route::{AclScope, MetaRoute, Verb};
+pub use meta_route::{AclScope, MetaRoute, Routed, Verb};
 pub use multipart::{
     MAX_BOUNDARY_BYTES, MAX_MULTIPART_HEAD_BYTES, MultipartError, MultipartHead, MultipartStream,
     Part, multipart_boundary, parse_multipart,
@@ -74,7 +74,7 @@ pub use resumable::{
     ChunkRange, ContentRange, Progress, Session, Sessions, answer_308_as_asked, beyond_received,
     incomplete, parse_content_range, started,
 };
-pub use route::{Api, MultipartStep, Query, Route, UploadKind, header};
+pub use route::{Api, MultipartStep, Query, Route, UploadKind, ambiguous_path, header};
 pub use upload::{DEFAULT_CONTENT_TYPE, KEPT_FIELDS, RequestHead, Upload};
 
 /// The JSON bucket resource and bucket list: the fake serves its buckets with them,

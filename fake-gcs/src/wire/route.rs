@@ -205,6 +205,39 @@ pub fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// Why `path` cannot be routed as sent, if it cannot: a dot segment (`.` or `..`,
+/// however percent-encoded: `%2e`, `.%2E`, ...) or a raw backslash. URL parsers
+/// (RFC 3986's `remove_dot_segments`, the WHATWG URL standard that reqwest and
+/// browsers follow) resolve dot segments and read `\` as `/`, so such a path names
+/// one resource to a server that routes it as sent and another to one that parses
+/// it first: a relay would check one bucket and reach another. Cloud Storage's
+/// documentation does not say what such a path names; the fake and the relay
+/// refuse it (400), so that every server on the way routes the same resource. A
+/// name with `.`/`..` segments or a backslash is sent percent-encoded as one
+/// segment (`a%2F..%2Fb`, `a%5Cb`), as every client encodes names.
+pub fn ambiguous_path(path: &str) -> Option<String> {
+    if path.contains('\\') {
+        return Some(format!(
+            "The request path {path:?} holds a backslash, which URL parsers read as '/': \
+             percent-encode it (%5C)."
+        ));
+    }
+    let dot = path.split('/').skip(1).find(|segment| {
+        segment.len() <= 6
+            && matches!(
+                percent_encoding::percent_decode_str(segment)
+                    .collect::<Vec<u8>>()
+                    .as_slice(),
+                b"." | b".."
+            )
+    })?;
+    Some(format!(
+        "The request path {path:?} holds the dot segment {dot:?}, which URL parsers resolve \
+         against its parent: send a name with '.' or '..' segments percent-encoded as one \
+         segment ('/' as %2F)."
+    ))
+}
+
 impl Route {
     /// The route of `method uri`; never fails: what cannot be served is
     /// [`Route::Invalid`].
@@ -330,11 +363,22 @@ type Routed = Result<Route, Route>;
 impl Request<'_> {
     fn route(&self) -> Routed {
         let path = self.path;
+        let api = match path.starts_with("/upload/")
+            || path.starts_with("/storage/")
+            || path.starts_with("/download/")
+            || path.starts_with("/resumable/")
+        {
+            true => Api::Json,
+            false => Api::Xml,
+        };
+        if let Some(message) = ambiguous_path(path) {
+            return Err(Route::Invalid {
+                api,
+                status: 400,
+                message,
+            });
+        }
         if let Some(pair) = self.query.not_utf8() {
-            let api = match path.starts_with("/upload/") || path.starts_with("/storage/") {
-                true => Api::Json,
-                false => Api::Xml,
-            };
             return Err(Route::Invalid {
                 api,
                 status: 400,

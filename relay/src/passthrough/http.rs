@@ -75,8 +75,11 @@ impl HttpUpstream {
         &self,
         forward: Forward<'_>,
     ) -> Result<http::Response<ResponseBody>, PassError> {
-        let path = forward.uri.path_and_query().map_or("/", |p| p.as_str());
-        let url = format!("{}{path}", self.endpoint);
+        // The path built from the checked route (`target.rs`), never the client's.
+        let url = match forward.uri.query() {
+            Some(query) => format!("{}{}?{query}", self.endpoint, forward.path),
+            None => format!("{}{}", self.endpoint, forward.path),
+        };
         let body = request_body(forward.method, forward.body).await?;
         let mut request = self
             .client

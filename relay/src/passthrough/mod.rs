@@ -3,8 +3,9 @@
 //! API's `GET`, `HEAD`, list and `DELETE`) goes to the upstream, and its answer
 //! comes back as the upstream gave it.
 //!
-//! What it owns: which requests pass through ([`plan`]), and the two ways to the
-//! upstream ([`PassThrough`]):
+//! What it owns: which requests pass through, and the path the upstream is asked
+//! for (`target.rs`: [`plan`], built from the checked route, never the path as
+//! sent), and the two ways to the upstream ([`PassThrough`]):
 //!
 //! | upstream | how | what |
 //! |---|---|---|
@@ -19,7 +20,9 @@
 //!   requests only) is at most 64 KiB, read before it is forwarded.
 //! - The upstream's failures pass through as they are (a 503 keeps its
 //!   `Retry-After`); an upstream that cannot be reached is 503 naming it.
-//! - Another bucket is 404, whatever the route.
+//! - Another bucket is 404, whatever the route; a copy or rewrite into another
+//!   bucket too. Nothing but the bucket's objects (and its own resource) is asked
+//!   for with the relay's credentials (`target.rs`).
 //! - The relay's own token (`Authorization`) never reaches the upstream: the relay
 //!   reads with its own credentials, so whoever may write through it may read the
 //!   bucket through it (docs/relay.md).
@@ -27,9 +30,13 @@
 #[cfg(feature = "http-upstream")]
 mod http;
 mod store;
+mod target;
+
+pub(crate) use target::{Plan, plan};
 
 use std::sync::Arc;
 
+use ::http::{Method, Uri};
 use bytes::Bytes;
 use fake_gcs::wire::{Api, Query, Rejection, Route};
 use http_body_util::BodyExt as _;
@@ -169,17 +176,6 @@ pub enum PassThroughError {
     Client(#[from] reqwest::Error),
 }
 
-/// What the relay does with a request, by its route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Plan {
-    /// Not a pass-through route: the handler serves it.
-    Serve,
-    /// A pass-through route on another bucket than the upstream's: 404.
-    OtherBucket,
-    /// Passed through to the upstream.
-    Forward(Op),
-}
-
 /// A request that passes through, as the store-backed upstream tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Op {
@@ -213,62 +209,13 @@ impl Op {
     }
 }
 
-/// What `pass_through` does with `route` (`path` as sent) for a relay writing to
-/// `bucket`.
-pub(crate) fn plan(pass_through: &PassThrough, route: &Route, path: &str, bucket: &str) -> Plan {
-    if !pass_through.is_on() {
-        return Plan::Serve;
-    }
-    let (named, op) = match route {
-        Route::ObjectGet {
-            bucket,
-            media,
-            head,
-            ..
-        } => (bucket.as_str(), object_get_op(*media, *head)),
-        Route::ObjectList { api, bucket } => (bucket.as_str(), Op::List(*api)),
-        Route::ObjectDelete { api, bucket, .. } => (bucket.as_str(), Op::Delete(*api)),
-        Route::Compose { bucket, .. } => (bucket.as_str(), Op::Other),
-        Route::BucketGet { bucket } if pass_through.forwards_everything() => {
-            (bucket.as_str(), Op::Other)
-        }
-        Route::Invalid {
-            api: Api::Json,
-            status: 404,
-            ..
-        } => match json_object_path_bucket(path) {
-            Some(named) => (named, Op::Other),
-            None => return Plan::Serve,
-        },
-        _ => return Plan::Serve,
-    };
-    match named == bucket {
-        true => Plan::Forward(op),
-        false => Plan::OtherBucket,
-    }
-}
-
-fn object_get_op(media: bool, head: bool) -> Op {
-    match (media, head) {
-        (_, true) => Op::Head,
-        (true, false) => Op::Media,
-        (false, false) => Op::Metadata,
-    }
-}
-
-/// The bucket of a JSON API request on an object that `wire` does not route
-/// (`PATCH`/`PUT` of an object, `POST .../copyTo/...`, `.../rewriteTo/...`).
-fn json_object_path_bucket(path: &str) -> Option<&str> {
-    let rest = path.strip_prefix("/storage/v1/b/")?;
-    let (bucket, tail) = rest.split_once('/')?;
-    tail.starts_with("o/").then_some(bucket)
-}
-
 /// One request passed through, its body not yet read.
 // A store reads neither the method, the URI nor the body.
 #[cfg_attr(not(feature = "http-upstream"), allow(dead_code))]
 pub(crate) struct Forward<'a> {
     pub(crate) op: Op,
+    /// The upstream's path, built from the checked route ([`Upstream::path`]).
+    pub(crate) path: &'a str,
     pub(crate) route: &'a Route,
     pub(crate) method: &'a ::http::Method,
     pub(crate) uri: &'a ::http::Uri,
@@ -366,67 +313,22 @@ impl PassThrough {
     }
 }
 
-#[cfg(all(test, feature = "http-upstream"))]
-mod tests {
-    use super::*;
-
-    fn route(method: &str, uri: &str) -> Route {
-        let uri: ::http::Uri = uri.parse().unwrap();
-        let method: ::http::Method = method.parse().unwrap();
-        Route::parse(&method, &uri, &Query::parse(uri.query()))
-    }
-
-    fn plan_of(method: &str, uri: &str) -> Plan {
-        let on = PassThrough::http("http://127.0.0.1:1", None).unwrap();
-        let path = uri.split('?').next().unwrap();
-        plan(&on, &route(method, uri), path, "bkt")
-    }
-
-    #[test]
-    fn reads_lists_deletes_and_patches_of_the_bucket_pass_through() {
-        let cases = [
-            ("GET", "/storage/v1/b/bkt/o/a", Op::Metadata),
-            ("GET", "/storage/v1/b/bkt/o/a?alt=media", Op::Media),
-            ("GET", "/download/storage/v1/b/bkt/o/a?alt=media", Op::Media),
-            ("GET", "/storage/v1/b/bkt/o?prefix=a", Op::List(Api::Json)),
-            ("DELETE", "/storage/v1/b/bkt/o/a", Op::Delete(Api::Json)),
-            ("PATCH", "/storage/v1/b/bkt/o/a", Op::Other),
-            (
-                "POST",
-                "/storage/v1/b/bkt/o/a/rewriteTo/b/bkt/o/b",
-                Op::Other,
-            ),
-            ("POST", "/storage/v1/b/bkt/o/a/compose", Op::Other),
-            ("GET", "/storage/v1/b/bkt", Op::Other),
-            ("GET", "/bkt/a", Op::Media),
-            ("HEAD", "/bkt/a", Op::Head),
-            ("GET", "/bkt", Op::List(Api::Xml)),
-            ("DELETE", "/bkt/a", Op::Delete(Api::Xml)),
-        ];
-        for (method, uri, op) in cases {
-            assert_eq!(plan_of(method, uri), Plan::Forward(op), "{method} {uri}");
-        }
-    }
-
-    #[test]
-    fn uploads_stay_with_the_relay_and_other_buckets_are_404() {
-        assert_eq!(
-            plan_of("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=a"),
-            Plan::Serve
-        );
-        assert_eq!(plan_of("PUT", "/bkt/a"), Plan::Serve);
-        assert_eq!(plan_of("GET", "/storage/v1/b/other/o/a"), Plan::OtherBucket);
-        assert_eq!(
-            plan_of("PATCH", "/storage/v1/b/other/o/a"),
-            Plan::OtherBucket
-        );
-        assert_eq!(plan_of("GET", "/other/a"), Plan::OtherBucket);
-        assert_eq!(plan_of("GET", "/nothing/here/at/all?x"), Plan::OtherBucket);
-        let off = PassThrough::off();
-        let get = route("GET", "/storage/v1/b/bkt/o/a");
-        assert_eq!(
-            plan(&off, &get, "/storage/v1/b/bkt/o/a", "bkt"),
-            Plan::Serve
-        );
+/// The path and query an upstream is asked for `method uri` by a relay writing to
+/// `bucket` that forwards every route (an HTTP upstream); `None` when the relay
+/// sends it nowhere (it serves the request itself, or refuses it). The property
+/// `relay/tests/paths.rs` and the fuzz target `upstream_path` hold it to: whatever
+/// the path, what is sent names only `bucket`'s own resources.
+pub fn upstream_request(bucket: &str, method: &Method, uri: &Uri) -> Option<String> {
+    let query = Query::parse(uri.query());
+    let route = Route::parse(method, uri, &query);
+    let everything = PassThrough {
+        way: Way::Unavailable("a plan only".into()),
+    };
+    match target::plan_for(&everything, true, method, &route, uri.path(), bucket) {
+        Plan::Forward(upstream) => Some(match uri.query() {
+            Some(query) => format!("{}?{query}", upstream.path),
+            None => upstream.path,
+        }),
+        Plan::Serve | Plan::OtherBucket | Plan::Refused(_) => None,
     }
 }

@@ -46,6 +46,26 @@ pub fn fail_writes(fake: &FakeGcs) {
     fake.add_faults(plan.unwrap()).unwrap();
 }
 
+/// A relay in front of the fake at `fake_base` that passes everything but
+/// uploads through to it; objects of up to 1 MiB.
+pub async fn passing_through(fake_base: &str) -> Harness {
+    passing_through_up_to(fake_base, 1 << 20).await
+}
+
+/// [`passing_through`], taking objects of up to `max_object_bytes`.
+pub async fn passing_through_up_to(fake_base: &str, max_object_bytes: u64) -> Harness {
+    let config = RelayConfig {
+        max_object_bytes: Some(max_object_bytes),
+        pass_through: relay::PassThrough::http(fake_base, None).unwrap(),
+        ..RelayConfig::new(BUCKET)
+    };
+    let setup = Setup {
+        relay: Some(config),
+        ..Setup::default()
+    };
+    Harness::in_front_of(fake_base, setup).await
+}
+
 /// A relay writing to `store` with no server and no drainer, for tests that feed
 /// `relay::Connections` in-memory streams (under paused time): the relay, its spool
 /// and the spool's directory (deleted when dropped).
