@@ -188,7 +188,6 @@ pub async fn run_until(
 ) -> anyhow::Result<()> {
     let bucket = bucket(&args.upstream, args.bucket.as_deref())?;
     refuse_loop(&args)?;
-    let server_config = args.server_config(std::env::var(TOKEN_ENV).ok(), &bucket)?;
     let metrics_token = args.metrics_token(std::env::var(METRICS_TOKEN_ENV).ok())?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(fake_gcs::tls::acceptor(cert, key)?),
@@ -196,6 +195,13 @@ pub async fn run_until(
     };
     let store = spool::connect::store_from_url(&args.upstream, args.endpoint.as_deref())?;
     let (listener, inherited) = handoff::listener(inherited, args.listen).await?;
+    // Who may send requests is decided on the socket served, which systemd or an
+    // old relay may have bound elsewhere than --listen says.
+    let served = Served {
+        addr: listener.local_addr()?,
+        inherited,
+    };
+    let server_config = args.server_config(std::env::var(TOKEN_ENV).ok(), &bucket, served)?;
     let socket = handoff::keep(&listener)?;
     // Absolute first: the spool creates missing parents and syncs each one's parent,
     // and a relative path's last ancestor is the empty path.
@@ -296,13 +302,16 @@ async fn open_spool(
 }
 
 impl Args {
-    /// Who may send requests and how connections are bounded; `env_token` is
-    /// SPOOL_RELAY_TOKEN's value. Refuses a non-loopback `--listen` without a token,
-    /// a token given twice, a `--token` flag, and a token too weak to keep.
+    /// Who may send requests on the socket `served` and how connections are
+    /// bounded; `env_token` is SPOOL_RELAY_TOKEN's value. Refuses a socket that is
+    /// not loopback without a token (whether `--listen` bound it or it was
+    /// inherited), a token given twice, a `--token` flag, and a token too weak to
+    /// keep.
     fn server_config(
         &self,
         env_token: Option<String>,
         bucket: &str,
+        served: Served,
     ) -> anyhow::Result<ServerConfig> {
         if self.token.is_some() {
             bail!(
@@ -331,14 +340,21 @@ impl Args {
             }
             (None, None) => None,
         };
-        let loopback = self.listen.ip().is_loopback();
+        let loopback = served.addr.ip().is_loopback();
         if !loopback && token.is_none() {
+            let socket = match served.inherited {
+                false => format!("--listen {}", served.addr),
+                true => format!(
+                    "the socket passed in LISTEN_FDS (bound to {}, by systemd's .socket unit or \
+                     the relay this one took over from)",
+                    served.addr
+                ),
+            };
             bail!(
-                "--listen {} is not a loopback address, and no token is configured: anyone \
-                 who can reach it could write into the bucket {bucket} through this relay. \
-                 Give a token with --token-file PATH or {TOKEN_ENV} (clients then send \
-                 Authorization: Bearer TOKEN; see docs/relay.md), or listen on 127.0.0.1",
-                self.listen
+                "{socket} is not a loopback address, and no token is configured: anyone who \
+                 can reach it could write into the bucket {bucket} through this relay. Give a \
+                 token with --token-file PATH or {TOKEN_ENV} (clients then send \
+                 Authorization: Bearer TOKEN; see docs/relay.md), or listen on 127.0.0.1"
             );
         }
         let mut access = Access::default();
@@ -548,6 +564,14 @@ fn points_at(endpoint: &str, listen: SocketAddr) -> bool {
     })
 }
 
+/// The socket the relay serves: its address, and whether it was inherited
+/// (`LISTEN_FDS`) rather than bound from `--listen`.
+#[derive(Debug, Clone, Copy)]
+struct Served {
+    addr: SocketAddr,
+    inherited: bool,
+}
+
 type MetricsTask = (SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>);
 
 /// Serves the spool's and the relay's series and the probes at `--metrics`, if
@@ -679,7 +703,9 @@ mod tests {
             let args = parse(flags).unwrap();
             let e = match args.drainer_config() {
                 Err(e) => e.to_string(),
-                Ok(_) => args.server_config(None, "bkt").unwrap_err().to_string(),
+                Ok(_) => (args.server_config(None, "bkt", bound(&args)))
+                    .unwrap_err()
+                    .to_string(),
             };
             assert!(e.contains(named), "{flags:?}: {e}");
         }
@@ -721,19 +747,61 @@ mod tests {
 
     const TOKEN: &str = "0123456789abcdef0123456789abcdef";
 
+    /// The socket `--listen` binds.
+    fn bound(args: &Args) -> Served {
+        Served {
+            addr: args.listen,
+            inherited: false,
+        }
+    }
+
+    #[test]
+    fn the_token_rule_follows_the_socket_served_not_listen() {
+        // Found by review (52/4): a LISTEN_FDS socket on 0.0.0.0 served uploads from
+        // a LAN address with no token, because the rule read --listen (loopback by
+        // default), not the socket.
+        let args = parse(&[]).unwrap();
+        let inherited = Served {
+            addr: "0.0.0.0:4443".parse().unwrap(),
+            inherited: true,
+        };
+        let e = args.server_config(None, "bkt", inherited).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("the socket passed in LISTEN_FDS (bound to 0.0.0.0:4443"),
+            "{e}"
+        );
+        let config = args.server_config(Some(TOKEN.into()), "bkt", inherited);
+        let config = config.unwrap();
+        assert!(config.access.requires_token());
+        // A loopback socket handed over keeps the Host check, whatever --listen.
+        let lan = parse(&["--listen", "10.1.2.3:4443"]).unwrap();
+        let loopback = Served {
+            addr: "127.0.0.1:4443".parse().unwrap(),
+            inherited: true,
+        };
+        let config = lan.server_config(None, "bkt", loopback).unwrap();
+        let mut evil = http::HeaderMap::new();
+        evil.insert("host", "rebound.example".parse().unwrap());
+        assert!(config.access.check(&evil).is_err());
+    }
+
     #[test]
     fn a_non_loopback_listen_without_a_token_is_refused_saying_what_to_do() {
         let args = parse(&["--listen", "0.0.0.0:4443"]).unwrap();
-        let e = args.server_config(None, "bkt").unwrap_err().to_string();
+        let e = (args.server_config(None, "bkt", bound(&args)))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("--listen 0.0.0.0:4443 is not a loopback address"),
             "{e}"
         );
         assert!(e.contains("--token-file PATH or SPOOL_RELAY_TOKEN"), "{e}");
-        let config = args.server_config(Some(TOKEN.into()), "bkt").unwrap();
+        let config = (args.server_config(Some(TOKEN.into()), "bkt", bound(&args))).unwrap();
         assert!(config.access.requires_token());
         // A loopback relay needs no token, and checks Host names.
-        let config = parse(&[]).unwrap().server_config(None, "bkt").unwrap();
+        let args = parse(&[]).unwrap();
+        let config = args.server_config(None, "bkt", bound(&args)).unwrap();
         assert!(!config.access.requires_token());
         let mut evil = http::HeaderMap::new();
         evil.insert("host", "rebound.example".parse().unwrap());
@@ -750,24 +818,16 @@ mod tests {
         let path = file.to_str().unwrap();
         let listen = ["--listen", "10.1.2.3:4443"];
         let args = parse(&[&listen[..], &["--token-file", path]].concat()).unwrap();
-        assert!(
-            args.server_config(None, "bkt")
-                .unwrap()
-                .access
-                .requires_token()
-        );
-        let e = args.server_config(Some(TOKEN.into()), "bkt").unwrap_err();
+        let config = args.server_config(None, "bkt", bound(&args)).unwrap();
+        assert!(config.access.requires_token());
+        let e = (args.server_config(Some(TOKEN.into()), "bkt", bound(&args))).unwrap_err();
         assert!(e.to_string().contains("given twice"), "{e}");
-        let e = parse(&["--token", TOKEN])
-            .unwrap()
-            .server_config(None, "bkt")
-            .unwrap_err();
+        let args = parse(&["--token", TOKEN]).unwrap();
+        let e = args.server_config(None, "bkt", bound(&args)).unwrap_err();
         assert!(e.to_string().contains("visible to every user"), "{e}");
         assert!(!e.to_string().contains(TOKEN), "{e}");
-        let e = parse(&listen)
-            .unwrap()
-            .server_config(Some("weak".into()), "bkt")
-            .unwrap_err();
+        let args = parse(&listen).unwrap();
+        let e = (args.server_config(Some("weak".into()), "bkt", bound(&args))).unwrap_err();
         assert!(
             e.to_string()
                 .contains("SPOOL_RELAY_TOKEN: the token has 4 bytes"),
@@ -775,7 +835,10 @@ mod tests {
         );
         let missing = dir.path().join("nope");
         let args = parse(&["--token-file", missing.to_str().unwrap()]).unwrap();
-        let e = format!("{:#}", args.server_config(None, "bkt").unwrap_err());
+        let e = format!(
+            "{:#}",
+            args.server_config(None, "bkt", bound(&args)).unwrap_err()
+        );
         assert!(e.contains("cannot read the token file"), "{e}");
     }
 

@@ -358,3 +358,63 @@ async fn upload_stored(
     assert_eq!(upload.status(), 200);
     assert_eq!(stored(fake, name).as_deref(), Some(data.as_bytes()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inherited_socket_on_every_address_needs_a_token_whatever_listen_says() {
+    // Found by review (52/4): the token rule read --listen (loopback by default),
+    // so a socket systemd bound to 0.0.0.0 (ListenStream=4443) and passed in
+    // LISTEN_FDS served uploads from the LAN with no token.
+    use command_fds::{CommandFdExt, FdMapping};
+    use std::os::fd::OwnedFd;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = std::net::TcpListener::bind("0.0.0.0:0").unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_spool-relay"));
+    command
+        .arg("--dir")
+        .arg(dir.path())
+        .args(["--upstream", "memory://", "--bucket", BUCKET])
+        .env("LISTEN_FDS", "1")
+        .env_remove("LISTEN_PID")
+        .env_remove(relay::auth::TOKEN_ENV)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mapping = FdMapping {
+        parent_fd: OwnedFd::from(socket),
+        child_fd: 3,
+    };
+    command.fd_mappings(vec![mapping]).unwrap();
+    let mut relay = Running(command.spawn().unwrap());
+    let refused = async {
+        while relay.0.try_wait().unwrap().is_none() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    let served = tokio::time::timeout(PATIENCE, refused).await.is_err();
+    assert!(!served, "spool-relay serves the socket without a token");
+    let output = output_of(&mut relay.0);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the socket passed in LISTEN_FDS (bound to 0.0.0.0:")
+            && stderr.contains("no token is configured"),
+        "{stderr}"
+    );
+}
+
+/// The status of `child`, which has exited, and what it wrote.
+fn output_of(child: &mut Child) -> std::process::Output {
+    use std::io::Read as _;
+    let status = child.wait().unwrap();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_end(&mut stdout).unwrap();
+    }
+    if let Some(mut err) = child.stderr.take() {
+        err.read_to_end(&mut stderr).unwrap();
+    }
+    std::process::Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
