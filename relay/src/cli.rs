@@ -66,6 +66,11 @@ pub struct Args {
     /// closes.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// Most reads served at once (requests passed through to the upstream, reads
+    /// of spooled objects); one more is answered 503 with Retry-After, so that
+    /// uploads always find a connection. Default: half of --max-connections.
+    #[arg(long, value_name = "N")]
+    pub max_reads: Option<usize>,
     /// A connection whose client sends nothing (midway through a body) or reads
     /// nothing (of an answer) for this long is closed.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
@@ -116,6 +121,11 @@ pub struct Args {
     /// Bytes all open resumable sessions may hold on disk beside the spool.
     #[arg(long, value_name = "SIZE", default_value = "8GiB")]
     pub max_session_bytes: ByteSize,
+    /// How long a request passed through (a read, list, delete, patch, copy) waits
+    /// for the upstream's answer to begin, and between two pieces of it: then 503
+    /// (or the answer is cut off), so a hanging upstream holds no connection longer.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub upstream_timeout: Duration,
     /// How long a direct write upstream may take before the object is spooled.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     pub put_timeout: Duration,
@@ -190,7 +200,10 @@ pub async fn run_until(
     refuse_loop(&args)?;
     let metrics_token = args.metrics_token(std::env::var(METRICS_TOKEN_ENV).ok())?;
     let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(fake_gcs::tls::acceptor(cert, key)?),
+        (Some(cert), Some(key)) => {
+            warn_if_others_can_read(key, "the TLS key file (--tls-key)");
+            Some(fake_gcs::tls::acceptor(cert, key)?)
+        }
         _ => None,
     };
     let store = spool::connect::store_from_url(&args.upstream, args.endpoint.as_deref())?;
@@ -313,6 +326,9 @@ impl Args {
         bucket: &str,
         served: Served,
     ) -> anyhow::Result<ServerConfig> {
+        if self.upstream_timeout.is_zero() {
+            bail!("--upstream-timeout must be longer than 0");
+        }
         if self.token.is_some() {
             bail!(
                 "--token is not taken: a token on the command line is visible to every user \
@@ -368,6 +384,7 @@ impl Args {
             access,
             body_timeout: self.body_timeout,
             max_connections: self.max_connections,
+            max_reads: self.max_reads,
             ..ServerConfig::default()
         };
         config.validate()?;
@@ -466,8 +483,13 @@ fn pass_through(
         .or_else(|| std::env::var(spool::connect::EMULATOR_ENV).ok())
         .filter(|e| !e.is_empty());
     let built = match emulator {
-        Some(endpoint) if endpoint.contains("://") => PassThrough::http(&endpoint, None),
-        Some(endpoint) => PassThrough::http(&format!("http://{endpoint}"), None),
+        Some(endpoint) => {
+            let endpoint = match endpoint.contains("://") {
+                true => endpoint,
+                false => format!("http://{endpoint}"),
+            };
+            PassThrough::http_with_timeout(&endpoint, None, args.upstream_timeout)
+        }
         None => {
             let gcs = object_store::gcp::GoogleCloudStorageBuilder::from_env()
                 .with_bucket_name(bucket)
@@ -475,7 +497,8 @@ fn pass_through(
             match gcs {
                 Ok(gcs) => {
                     let credentials = Some(gcs.credentials().clone());
-                    PassThrough::http(CLOUD_STORAGE_ENDPOINT, credentials)
+                    let timeout = args.upstream_timeout;
+                    PassThrough::http_with_timeout(CLOUD_STORAGE_ENDPOINT, credentials, timeout)
                 }
                 Err(e) => {
                     return PassThrough::unavailable(format!(
@@ -495,20 +518,36 @@ const CLOUD_STORAGE_ENDPOINT: &str = "https://storage.googleapis.com";
 fn read_token_file(path: &std::path::Path) -> anyhow::Result<String> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the token file {}", path.display()))?;
+    warn_if_others_can_read(path, "the token file");
+    Ok(text)
+}
+
+/// Warns when a secret's file (`what`, at `path`) can be read by other users than
+/// its owner.
+fn warn_if_others_can_read(path: &std::path::Path, what: &str) {
+    if let Some(mode) = others_can_read(path) {
+        tracing::warn!(
+            target: "spool_relay",
+            file = %path.display(),
+            mode = format!("{mode:o}"),
+            "{what} can be read by other users; chmod 600 it"
+        );
+    }
+}
+
+/// The file's permission bits, when its group or others have any.
+fn others_can_read(path: &std::path::Path) -> Option<u32> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(path)?.permissions().mode();
-        if mode & 0o077 != 0 {
-            tracing::warn!(
-                target: "spool_relay",
-                file = %path.display(),
-                mode = format!("{:o}", mode & 0o777),
-                "the token file can be read by other users; chmod 600 it"
-            );
-        }
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        (mode & 0o077 != 0).then_some(mode)
     }
-    Ok(text)
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 /// The bucket clients must name: gs://BUCKET's, or `--bucket` for other stores.
@@ -699,6 +738,12 @@ mod tests {
             (&["--workers", "0"][..], "--workers"),
             (&["--max-connections", "0"], "--max-connections"),
             (&["--body-timeout", "0s"], "--body-timeout"),
+            (&["--upstream-timeout", "0s"], "--upstream-timeout"),
+            (&["--max-reads", "0"], "--max-reads"),
+            (
+                &["--max-connections", "4", "--max-reads", "5"],
+                "--max-reads",
+            ),
         ] {
             let args = parse(flags).unwrap();
             let e = match args.drainer_config() {
@@ -840,6 +885,20 @@ mod tests {
             args.server_config(None, "bkt", bound(&args)).unwrap_err()
         );
         assert!(e.contains("cannot read the token file"), "{e}");
+    }
+
+    #[test]
+    fn a_secret_file_others_can_read_is_told_apart() {
+        // Found by review (52/18): a world-readable --tls-key got no warning (a
+        // token file did).
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key.pem");
+        std::fs::write(&key, "secret").unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(others_can_read(&key), Some(0o644));
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(others_can_read(&key), None);
     }
 
     #[test]

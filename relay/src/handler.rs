@@ -52,6 +52,55 @@ impl Scheme {
     }
 }
 
+/// The reads a server lets run at once, in each request's extensions: a read
+/// (any request passed through to the upstream or served from the spool) takes a
+/// slot for as long as its answer streams, and one more is answered 503 at once,
+/// so that reads never hold every connection while uploads wait
+/// (`ServerConfig::max_reads`).
+#[derive(Debug, Clone)]
+pub(crate) struct ReadSlots {
+    pub(crate) slots: std::sync::Arc<tokio::sync::Semaphore>,
+    pub(crate) max_reads: usize,
+}
+
+/// A read's slot, held by its answer's body until it is sent (or dropped).
+struct HeldBody {
+    body: ResponseBody,
+    _slot: ReadSlot,
+}
+
+/// One of [`ReadSlots`], counted in `spool_relay_reads` while held.
+struct ReadSlot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    reads: prometheus_client::metrics::gauge::Gauge,
+}
+
+impl Drop for ReadSlot {
+    fn drop(&mut self) {
+        self.reads.dec();
+    }
+}
+
+impl hyper::body::Body for HeldBody {
+    type Data = Bytes;
+    type Error = passthrough::BoxError;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// Serves one request (hyper's service function); never fails.
 pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<ResponseBody> {
     let (parts, body) = req.into_parts();
@@ -84,6 +133,10 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
         received: &received,
     };
     if let Plan::Forward(upstream) = &plan {
+        let slot = match read_slot(&relay, &parts.extensions) {
+            Ok(slot) => slot,
+            Err(refused) => return logged.reply(PASS_THROUGH, refused.reply(api)),
+        };
         let forward = Forward {
             op: upstream.op,
             path: &upstream.path,
@@ -95,7 +148,14 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
             body,
             base: &base,
         };
-        return pass_on(&relay, &logged, forward).await;
+        let answer = pass_on(&relay, &logged, forward).await;
+        return match slot {
+            Some(slot) => answer.map(|body| {
+                use http_body_util::BodyExt as _;
+                HeldBody { body, _slot: slot }.boxed_unsync()
+            }),
+            None => answer,
+        };
     }
     let request = Served {
         relay: &relay,
@@ -118,6 +178,32 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
     };
     let reply = wire::answer_308_as_asked(reply, &parts.headers);
     logged.reply(route_label(&route), reply)
+}
+
+/// A slot for one more read, if the server bounds them (`None` when it does not);
+/// 503 when every slot is taken.
+fn read_slot(relay: &Relay, extensions: &http::Extensions) -> Result<Option<ReadSlot>, Rejection> {
+    let Some(bounded) = extensions.get::<ReadSlots>() else {
+        return Ok(None);
+    };
+    match bounded.slots.clone().try_acquire_owned() {
+        Ok(permit) => {
+            let reads = relay.metrics().reads.clone();
+            reads.inc();
+            Ok(Some(ReadSlot {
+                _permit: permit,
+                reads,
+            }))
+        }
+        Err(_) => Err(Rejection::status(
+            503,
+            format!(
+                "spool-relay is serving as many reads as it serves at once ({}, \
+                 --max-reads), so that uploads always find a connection: retry the read",
+                bounded.max_reads
+            ),
+        )),
+    }
 }
 
 /// A request for the upstream: a metadata or media `GET` of an object this relay

@@ -90,7 +90,7 @@ mod upload;
 pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED, object_attributes};
 pub use auth::{Access, Token};
 pub use metrics::RelayMetrics;
-pub use passthrough::{PassThrough, PassThroughError, upstream_request};
+pub use passthrough::{DEFAULT_UPSTREAM_TIMEOUT, PassThrough, PassThroughError, upstream_request};
 pub use relay::{
     CLOUD_STORAGE_MAX_OBJECT_BYTES, ConfigError, MAX_ENTRY_HEAD_BYTES, MULTIPART_OVERHEAD_BYTES,
     Relay, RelayConfig,

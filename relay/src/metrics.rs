@@ -5,6 +5,8 @@
 //! |---|---|---|
 //! | `spool_relay_requests_total{route,code}` | counter | requests answered, by route (see [`ROUTES`]) and HTTP status |
 //! | `spool_relay_received_bytes_total` | counter | request body bytes read |
+//! | `spool_relay_connections` | gauge | connections open (at most `--max-connections`) |
+//! | `spool_relay_reads` | gauge | reads in flight: requests passed through or served from the spool (at most `--max-reads`) |
 //!
 //! Where acknowledged uploads went (stored or spooled) is the spool's
 //! `spool_uploads_total{outcome}`; a 503 for backpressure is also counted there as
@@ -14,6 +16,7 @@ use fake_gcs::wire::{Route, UploadKind};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 /// The series names, as they appear on the wire.
@@ -22,6 +25,10 @@ pub mod names {
     pub const REQUESTS_TOTAL: &str = "spool_relay_requests_total";
     /// Counter: request body bytes read.
     pub const RECEIVED_BYTES_TOTAL: &str = "spool_relay_received_bytes_total";
+    /// Gauge: connections open.
+    pub const CONNECTIONS: &str = "spool_relay_connections";
+    /// Gauge: reads in flight (requests passed through or served from the spool).
+    pub const READS: &str = "spool_relay_reads";
 }
 
 /// Every `route` label value: the upload kinds, a resumable session's requests,
@@ -52,6 +59,8 @@ struct RequestLabels {
 pub struct RelayMetrics {
     requests: Family<RequestLabels, Counter>,
     received_bytes: Counter,
+    pub(crate) connections: Gauge,
+    pub(crate) reads: Gauge,
 }
 
 impl RelayMetrics {
@@ -68,6 +77,27 @@ impl RelayMetrics {
             "Request body bytes the relay read",
             self.received_bytes.clone(),
         );
+        registry.register(
+            names::CONNECTIONS,
+            "Connections open to the relay (at most --max-connections)",
+            self.connections.clone(),
+        );
+        registry.register(
+            names::READS,
+            "Reads in flight: requests passed through to the upstream or served from the \
+             spool (at most --max-reads)",
+            self.reads.clone(),
+        );
+    }
+
+    /// Connections open now.
+    pub fn connections(&self) -> i64 {
+        self.connections.get()
+    }
+
+    /// Reads in flight now.
+    pub fn reads(&self) -> i64 {
+        self.reads.get()
     }
 
     /// Requests of `route` answered with `code` so far.

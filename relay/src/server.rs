@@ -39,9 +39,8 @@
 //!   warn with the open-file limit, the first of a run and every 100th after, and
 //!   retried after 100 ms.
 
-use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use fake_gcs::tls::{HANDSHAKE_TIMEOUT, TlsAcceptor};
@@ -50,13 +49,13 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use spool::places::{Place, Places, accept_error_advice};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, watch};
-use tokio::time::Instant;
+use tokio::sync::watch;
 
 use crate::auth::{Access, Refusal};
-use crate::handler::{self, Scheme};
+use crate::handler::{self, ReadSlots, Scheme};
 use crate::metrics::route_label;
 use crate::relay::{ConfigError, Relay};
 use crate::timeout_io::TimeoutIo;
@@ -71,10 +70,6 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
 /// The pause after a failed accept.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-/// How long a connection is left to send a request's head (or its next one) before
-/// it may be closed to make room: long enough for any client that is sending, so
-/// that a full server does not close the connections it has just accepted.
-pub const IDLE_BEFORE_CLOSING: Duration = Duration::from_secs(1);
 /// How long a connection is kept open once the server is told to stop, for its
 /// next request to be answered with `Connection: close` (see the module doc).
 pub const STOP_LINGER: Duration = Duration::from_millis(250);
@@ -95,6 +90,13 @@ pub struct ServerConfig {
     /// answered with `Connection: close` (see the module doc). Default 250 ms
     /// ([`STOP_LINGER`]); zero closes idle connections at once.
     pub stop_linger: Duration,
+    /// Reads served at once: requests passed through to the upstream (reads,
+    /// lists, deletes, patches, copies) and reads of spooled objects, each for as
+    /// long as its answer streams. One more is answered 503 with `Retry-After` at
+    /// once, so that reads (a hanging upstream, the restart scan) never hold every
+    /// connection while uploads wait. `None` (the default): half of
+    /// `max_connections`, at least 1. At least 1 and at most `max_connections`.
+    pub max_reads: Option<usize>,
 }
 
 impl Default for ServerConfig {
@@ -104,6 +106,7 @@ impl Default for ServerConfig {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             stop_linger: STOP_LINGER,
+            max_reads: None,
         }
     }
 }
@@ -123,7 +126,20 @@ impl ServerConfig {
                 expected: "longer than 0",
             });
         }
+        if let Some(max_reads) = self.max_reads
+            && !(1..=self.max_connections).contains(&max_reads)
+        {
+            return Err(ConfigError::Invalid {
+                field: "max_reads (--max-reads)",
+                expected: "at least 1 and at most max_connections (--max-connections)",
+            });
+        }
         Ok(())
+    }
+
+    /// [`ServerConfig::max_reads`], or its default.
+    pub fn max_reads(&self) -> usize {
+        (self.max_reads).unwrap_or((self.max_connections / 2).max(1))
     }
 }
 
@@ -150,7 +166,10 @@ pub struct Connections {
     body_timeout: Duration,
     max_connections: usize,
     stop_linger: Duration,
-    table: Arc<ConnTable>,
+    reads: ReadSlots,
+    places: Places,
+    /// `true` once the server shuts down.
+    stop: Arc<watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for Connections {
@@ -163,82 +182,11 @@ impl std::fmt::Debug for Connections {
     }
 }
 
-/// The open connections: which are idle (and since when), which to close.
-#[derive(Default)]
-struct ConnTable {
-    state: Mutex<ConnState>,
-    /// A connection closed (a place is free) or finished a request (it may be
-    /// closed to make room).
-    changed: Notify,
-    /// `true` once the server shuts down.
-    stop: watch::Sender<bool>,
-}
-
-#[derive(Default)]
-struct ConnState {
-    open: BTreeMap<u64, Conn>,
-    next_id: u64,
-    /// Connections closed to make room, for the log.
-    closed_idle: u64,
-}
-
-struct Conn {
-    /// Since when it waits for a request's head; `None` while it serves one.
-    idle_since: Option<Instant>,
-    /// Told to close (to make room) once.
-    close: Arc<Notify>,
-    closing: bool,
-}
-
-impl ConnTable {
-    fn state(&self) -> MutexGuard<'_, ConnState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Whether connection `id` serves no request now.
-    fn is_idle(&self, id: u64) -> bool {
-        let state = self.state();
-        state.open.get(&id).is_some_and(|c| c.idle_since.is_some())
-    }
-
-    /// Connection `id` starts (`true`) or ends serving a request.
-    fn serving(&self, id: u64, serving: bool) {
-        let mut state = self.state();
-        if let Some(conn) = state.open.get_mut(&id) {
-            conn.idle_since = (!serving).then(Instant::now);
-        }
-        drop(state);
-        if !serving {
-            self.changed.notify_waiters();
-        }
-    }
-}
-
 /// What ended a connection's wait.
 enum Told<E> {
     Ended(Result<(), E>),
     Stop,
     MakeRoom,
-}
-
-/// A place under the connection limit, held by one connection until it closes.
-pub struct Place {
-    table: Arc<ConnTable>,
-    id: u64,
-    close: Arc<Notify>,
-}
-
-impl std::fmt::Debug for Place {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Place").field("id", &self.id).finish()
-    }
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        self.table.state().open.remove(&self.id);
-        self.table.changed.notify_waiters();
-    }
 }
 
 impl Connections {
@@ -251,90 +199,31 @@ impl Connections {
     /// refuses a config that cannot serve ([`ServerConfig::validate`]).
     pub fn with_config(relay: Relay, config: &ServerConfig) -> Result<Self, ConfigError> {
         config.validate()?;
+        let max_reads = config.max_reads();
+        let open = relay.metrics().connections.clone();
+        let places = Places::new("spool-relay", config.max_connections, open);
         Ok(Self {
             relay,
             access: Arc::new(config.access.clone()),
             body_timeout: config.body_timeout,
             max_connections: config.max_connections,
             stop_linger: config.stop_linger,
-            table: Arc::new(ConnTable::default()),
+            reads: ReadSlots {
+                slots: Arc::new(tokio::sync::Semaphore::new(max_reads)),
+                max_reads,
+            },
+            places,
+            stop: Arc::new(watch::Sender::new(false)),
         })
     }
 
     /// A place for one more connection: at once when fewer than `max_connections`
     /// are open; otherwise the connection idle the longest is told to close and its
     /// place taken once it has; when none is idle, the place of the first
-    /// connection to close. Call it before accepting, so that a connection over the
-    /// limit waits in the listen backlog unread.
+    /// connection to close (`spool::places`). Call it before accepting, so that a
+    /// connection over the limit waits in the listen backlog unread.
     pub async fn place(&self) -> Place {
-        loop {
-            let changed = self.table.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let idle_enough_at = match self.try_place() {
-                Ok(place) => return place,
-                Err(at) => at,
-            };
-            match idle_enough_at {
-                Some(at) => {
-                    tokio::select! {
-                        () = changed => {}
-                        () = tokio::time::sleep_until(at) => {}
-                    }
-                }
-                None => changed.await,
-            }
-        }
-    }
-
-    /// A free place; or, after telling the connection idle the longest to close
-    /// (if one has been idle [`IDLE_BEFORE_CLOSING`]), when the next one will have
-    /// been (if any is idle).
-    fn try_place(&self) -> Result<Place, Option<Instant>> {
-        let mut state = self.table.state();
-        if state.open.len() < self.max_connections {
-            let id = state.next_id;
-            state.next_id += 1;
-            let close = Arc::new(Notify::new());
-            let conn = Conn {
-                idle_since: Some(Instant::now()),
-                close: close.clone(),
-                closing: false,
-            };
-            state.open.insert(id, conn);
-            return Ok(Place {
-                table: self.table.clone(),
-                id,
-                close,
-            });
-        }
-        let longest_idle = (state.open.values_mut())
-            .filter(|c| !c.closing)
-            .filter_map(|c| Some((c.idle_since?, c)))
-            .min_by_key(|(since, _)| *since);
-        let Some((since, conn)) = longest_idle else {
-            return Err(None);
-        };
-        let idle_enough_at = since + IDLE_BEFORE_CLOSING;
-        if idle_enough_at > Instant::now() {
-            return Err(Some(idle_enough_at));
-        }
-        {
-            conn.closing = true;
-            conn.close.notify_one();
-            state.closed_idle += 1;
-            let closed_idle = state.closed_idle;
-            if closed_idle == 1 || closed_idle.is_multiple_of(100) {
-                tracing::info!(
-                    target: "spool_relay",
-                    max_connections = self.max_connections,
-                    times = closed_idle,
-                    "serving --max-connections connections: closing the one idle the longest \
-                     (no request in progress) to make room"
-                );
-            }
-        }
-        Err(None)
+        self.places.take().await
     }
 
     /// Serves one accepted connection, any byte stream, on its own task (spawned on
@@ -368,7 +257,19 @@ impl Connections {
     {
         let this = self.clone();
         tokio::spawn(async move {
-            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(io)).await;
+            // A connection in its handshake has sent no request: like one that has
+            // not finished a request's head, it is closed to make room (its place
+            // has been idle since it was taken), and at shutdown.
+            let mut stop = this.stop.subscribe();
+            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(io));
+            let handshake = tokio::select! {
+                handshake = handshake => handshake,
+                () = place.closing() => {
+                    tracing::debug!(target: "spool_relay", "TLS handshake closed to make room");
+                    return;
+                }
+                _ = stop.wait_for(|stop| *stop) => return,
+            };
             match handshake {
                 Ok(Ok(stream)) => this.serve_stream(stream, place, Scheme::Https),
                 Ok(Err(e)) => tracing::debug!(target: "spool_relay", "TLS handshake: {e}"),
@@ -385,20 +286,22 @@ impl Connections {
     {
         let relay = self.relay.clone();
         let access = self.access.clone();
-        let (table, id) = (self.table.clone(), place.id);
+        let reads = self.reads.clone();
+        let (serving, stop) = (place.serving(), self.stop.clone());
         let service = service_fn(move |mut req: http::Request<Incoming>| {
             req.extensions_mut().insert(scheme);
+            req.extensions_mut().insert(reads.clone());
             let relay = relay.clone();
             let access = access.clone();
-            let table = table.clone();
+            let (serving, stop) = (serving.clone(), stop.clone());
             async move {
-                table.serving(id, true);
+                serving.started();
                 let mut response = match access.check(req.headers()) {
                     Ok(()) => handler::handle(relay, req).await,
                     Err(refusal) => refuse(&relay, &req, &refusal),
                 };
-                table.serving(id, false);
-                if *table.stop.borrow() {
+                serving.ended();
+                if *stop.borrow() {
                     // The last answer on this connection: hyper closes it after.
                     let close = http::HeaderValue::from_static("close");
                     response
@@ -417,22 +320,21 @@ impl Connections {
             // request whose body was read is answered whatever the client does.
             .half_close(true)
             .serve_connection(TokioIo::new(io), service);
-        let mut stop = self.table.stop.subscribe();
-        let table = self.table.clone();
+        let mut stop = self.stop.subscribe();
         let stop_linger = self.stop_linger;
         tokio::spawn(async move {
             tokio::pin!(conn);
             let told = tokio::select! {
                 ended = conn.as_mut() => Told::Ended(ended),
                 _ = stop.wait_for(|stop| *stop) => Told::Stop,
-                () = place.close.notified() => Told::MakeRoom,
+                () = place.closing() => Told::MakeRoom,
             };
             let ended = match told {
                 Told::Ended(ended) => ended,
                 // No request in progress: closed now. (hyper's graceful shutdown
                 // would leave a connection that never sent a head open until its
                 // header timeout.)
-                Told::MakeRoom if table.is_idle(place.id) => return,
+                Told::MakeRoom if place.is_idle() => return,
                 // A request within the linger is answered with `Connection:
                 // close`, which ends the connection (see the module doc).
                 Told::Stop => match tokio::time::timeout(stop_linger, conn.as_mut()).await {
@@ -458,7 +360,7 @@ impl Connections {
 
     /// Connections still open.
     pub fn count(&self) -> usize {
-        self.table.state().open.len()
+        self.places.open()
     }
 
     /// Ends every connection gracefully: each answers at most one more request,
@@ -473,18 +375,8 @@ impl Connections {
             open_connections = open,
             "stopped accepting; finishing requests in flight"
         );
-        self.table.stop.send_replace(true);
-        let all_closed = async {
-            loop {
-                let closed = self.table.changed.notified();
-                tokio::pin!(closed);
-                closed.as_mut().enable();
-                if self.count() == 0 {
-                    return;
-                }
-                closed.await;
-            }
-        };
+        self.stop.send_replace(true);
+        let all_closed = self.places.all_given_back();
         let finished = tokio::time::timeout(grace, all_closed).await.is_ok();
         if !finished {
             tracing::warn!(
@@ -624,7 +516,7 @@ async fn accept_loop(
                             target: "spool_relay",
                             failed_in_a_row,
                             "accept failed: {e}; {}; retrying every {}",
-                            accept_error_advice(&e),
+                            accept_error_advice(&e, "spool-relay", "--max-connections"),
                             humantime::format_duration(ACCEPT_RETRY)
                         );
                     }
@@ -636,36 +528,6 @@ async fn accept_loop(
     drop(listener);
 }
 
-/// What an operator can do about a failed accept.
-fn accept_error_advice(e: &std::io::Error) -> String {
-    const EMFILE: i32 = 24;
-    const ENFILE: i32 = 23;
-    match e.raw_os_error() {
-        Some(EMFILE) => format!(
-            "spool-relay has run out of file descriptors ({}; each connection takes one): \
-             raise the limit (LimitNOFILE= in the systemd unit, ulimit -n) above \
-             --max-connections plus 64, or lower --max-connections",
-            open_files_limit()
-        ),
-        Some(ENFILE) => {
-            "the system has run out of file descriptors (fs.file-max): see what holds them".into()
-        }
-        _ => "a client's connection failed before it was accepted".into(),
-    }
-}
-
-/// The process's open-file limit as `/proc/self/limits` gives it (Linux).
-fn open_files_limit() -> String {
-    std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|limits| {
-            let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-            let soft = line.split_whitespace().nth(3)?;
-            Some(format!("limit {soft} open files"))
-        })
-        .unwrap_or_else(|| "limit unknown".into())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -674,6 +536,9 @@ mod tests {
     use spool::{Remote, SpoolConfig, SystemClock, Uploader, UploaderConfig};
     use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
     use tokio::sync::mpsc;
+
+    use spool::places::IDLE_BEFORE_CLOSING;
+    use tokio::time::Instant;
 
     use super::*;
     use crate::RelayConfig;
@@ -772,6 +637,35 @@ mod tests {
             stop.send(()).unwrap();
         };
         tokio::join!(serving, test);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tls_connection_that_sends_no_handshake_is_closed_to_make_room() {
+        // Found by review (52/14): the plain-HTTP fix did not apply to TLS: a
+        // connection that sent nothing held its place for the whole handshake
+        // timeout (9.7 s against 0.7 s).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let generated = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let cert = generated.cert.der().clone();
+        let key = rustls::pki_types::PrivateKeyDer::try_from(generated.signing_key.serialize_der())
+            .unwrap();
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key)
+            .unwrap();
+        let tls = TlsAcceptor::from(Arc::new(config));
+        let connections = connections(1).await;
+        let (_silent, silent_end) = tokio::io::duplex(1 << 16);
+        let place = connections.place().await;
+        connections.serve_tls_in(silent_end, place, tls);
+        let started = Instant::now();
+        let next = tokio::time::timeout(HANDSHAKE_TIMEOUT / 2, connections.place()).await;
+        assert!(next.is_ok(), "the silent TLS connection kept its place");
+        assert!(
+            started.elapsed() <= IDLE_BEFORE_CLOSING * 2,
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -899,17 +793,5 @@ mod tests {
             stop.send(()).unwrap();
         };
         tokio::join!(serving, test);
-    }
-
-    #[test]
-    fn running_out_of_file_descriptors_names_the_limit_and_the_fix() {
-        let advice = accept_error_advice(&std::io::Error::from_raw_os_error(24));
-        assert!(advice.contains("LimitNOFILE") && advice.contains("--max-connections"));
-        if cfg!(target_os = "linux") {
-            assert!(
-                advice.contains("open files") && !advice.contains("unknown"),
-                "{advice}"
-            );
-        }
     }
 }

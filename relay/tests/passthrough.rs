@@ -1207,3 +1207,136 @@ async fn reads_and_lists_of_spooled_objects_never_list_the_spools_directory() {
     );
     h.stopped().await;
 }
+
+#[tokio::test]
+async fn a_get_or_delete_that_carries_a_body_is_forwarded_with_it() {
+    // Found by review (52/5): the body's Content-Length went upstream without the
+    // body, and the upstream waited for it: unanswered after 200 s.
+    let (fake, fake_base) = real_fake().await;
+    let h = passing_through(&fake_base).await;
+    put(&h, "a", b"0123").await;
+    let (status, body) = common::raw(&h.base, "GET", "/bkt/a", "hello").await;
+    assert_eq!((status, body.as_str()), (200, "0123"));
+    let (status, _) = common::raw(&h.base, "DELETE", "/storage/v1/b/bkt/o/a", "{}").await;
+    assert_eq!(status, 204);
+    assert!(fake.object(BUCKET, "a").is_none());
+    h.stopped().await;
+}
+
+/// An upstream that takes connections and reads requests but never answers.
+async fn hanging_upstream() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut sink = tokio::io::sink();
+                let _ = tokio::io::copy(&mut conn, &mut sink).await;
+            });
+        }
+    });
+    base
+}
+
+#[tokio::test]
+async fn an_upstream_that_never_answers_is_503_after_the_upstream_timeout() {
+    // Found by review (52/6): the pass-through had a connect timeout only, so a
+    // read to a hanging upstream held its connection (and, at --max-connections,
+    // the uploads behind it) indefinitely.
+    let upstream = hanging_upstream().await;
+    let timeout = std::time::Duration::from_millis(300);
+    let config = RelayConfig {
+        max_object_bytes: Some(1 << 20),
+        pass_through: PassThrough::http_with_timeout(&upstream, None, timeout).unwrap(),
+        ..RelayConfig::new(BUCKET)
+    };
+    let setup = Setup {
+        relay: Some(config),
+        ..Setup::default()
+    };
+    let h = Harness::in_front_of(&upstream, setup).await;
+    let path = format!("/storage/v1/b/{BUCKET}/o/a?alt=media&key=SECRETKEY");
+    let answer = tokio::time::timeout(common::PATIENCE, get(&h, &path))
+        .await
+        .expect("answered within the upstream timeout");
+    assert_eq!(answer.status(), 503);
+    assert!(answer.headers().contains_key("retry-after"));
+    let text = answer.text().await.unwrap();
+    assert!(
+        text.contains("no answer within the upstream timeout"),
+        "{text}"
+    );
+    assert!(!text.contains("SECRETKEY"), "{text}");
+    h.stopped().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_upstreams_error_does_not_carry_the_requests_api_key() {
+    // Seen with gsutil, which sends its API key on every request: the error named
+    // the request URL, `key=` and all, while the log line's query redacted it.
+    let nowhere = "http://127.0.0.1:9";
+    let h = passing_through(nowhere).await;
+    let answer = get(
+        &h,
+        &format!("/storage/v1/b/{BUCKET}/o/a?alt=media&key=SECRETKEY"),
+    )
+    .await;
+    assert_eq!(answer.status(), 503);
+    let text = answer.text().await.unwrap();
+    assert!(!text.contains("SECRETKEY"), "{text}");
+    h.stopped().await;
+}
+
+#[tokio::test]
+async fn reads_to_a_hanging_upstream_never_keep_an_upload_from_a_connection() {
+    // Found by review (52/6): with --max-connections 2, two reads to a hanging
+    // upstream held both connections and uploads waited behind them.
+    use relay::{Connections, ServerConfig};
+    let upstream = hanging_upstream().await;
+    let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+    let dir = tempfile::tempdir().unwrap();
+    let spool = spool::Spool::open(dir.path(), spool::SpoolConfig::default());
+    let spool = spool.await.unwrap();
+    let config = RelayConfig {
+        pass_through: PassThrough::http(&upstream, None).unwrap(),
+        ..RelayConfig::new(BUCKET)
+    };
+    let uploader = spool::Uploader::new(spool, spool::Remote::new(store), Default::default());
+    let relay = relay::Relay::new(config, uploader, Arc::new(spool::SystemClock)).unwrap();
+    let server = ServerConfig {
+        max_connections: 2,
+        ..ServerConfig::default()
+    };
+    assert_eq!(server.max_reads(), 1);
+    let connections = Connections::with_config(relay.clone(), &server).unwrap();
+    let read = format!(
+        "GET /storage/v1/b/{BUCKET}/o/a?alt=media HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+         Connection: close\r\n\r\n"
+    );
+    let hanging = {
+        let (connections, read) = (connections.clone(), read.clone());
+        tokio::spawn(async move { common::exchange(&connections, read.as_bytes(), false).await })
+    };
+    let started = async {
+        while relay.metrics().reads() < 1 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(common::PATIENCE, started)
+        .await
+        .unwrap();
+    let second = common::exchange(&connections, read.as_bytes(), false).await;
+    assert!(second.starts_with("HTTP/1.1 503"), "{second}");
+    assert!(second.contains("--max-reads"), "{second}");
+    let upload = format!(
+        "POST /upload/storage/v1/b/{BUCKET}/o?uploadType=media&name=u HTTP/1.1\r\n\
+         Host: 127.0.0.1\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+    );
+    let uploaded = common::exchange(&connections, upload.as_bytes(), false);
+    let uploaded = tokio::time::timeout(common::PATIENCE, uploaded).await;
+    let uploaded = uploaded.expect("the upload finds a connection");
+    assert!(uploaded.starts_with("HTTP/1.1 200"), "{uploaded}");
+    assert_eq!(relay.metrics().connections(), 1, "only the hanging read");
+    hanging.abort();
+}

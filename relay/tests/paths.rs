@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{BUCKET, passing_through};
+use common::{BUCKET, passing_through, raw};
 use fake_gcs::wire::{Query, Routed};
 use fake_gcs::{FakeGcs, FakeGcsConfig, TokioClock};
 use http::{Method, Uri};
@@ -42,27 +42,6 @@ async fn fake_with_another_bucket() -> (FakeGcs, String) {
         .unwrap();
     assert_eq!(upload.status(), 200);
     (fake, base)
-}
-
-/// Sends `method target` to `base` exactly as written (no client resolves its
-/// path), with `body`; the status and the answer's body.
-async fn raw(base: &str, method: &str, target: &str, body: &str) -> (u16, String) {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let addr = base.strip_prefix("http://").unwrap();
-    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!(
-        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    conn.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    let read = tokio::time::timeout(common::PATIENCE, conn.read_to_end(&mut answer));
-    read.await.expect("answered").unwrap();
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer[9..12].parse().unwrap();
-    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, body.to_string())
 }
 
 #[tokio::test]

@@ -56,6 +56,8 @@ pub mod hooked;
 pub mod inspect;
 pub mod metrics;
 pub mod name;
+#[cfg(feature = "http")]
+pub mod places;
 pub mod remote;
 mod spool;
 pub mod stats;

@@ -5,7 +5,7 @@
 //! resource, a list page) is read whole instead, and its `selfLink` and
 //! `mediaLink` fields that point at the upstream made to point at the relay.
 
-use http::{HeaderMap, HeaderName, Method, header};
+use http::{HeaderMap, HeaderName, header};
 use http_body_util::BodyExt as _;
 use object_store::gcp::GcpCredentialProvider;
 
@@ -45,6 +45,7 @@ impl HttpUpstream {
     pub(super) fn new(
         endpoint: &str,
         credentials: Option<GcpCredentialProvider>,
+        upstream_timeout: std::time::Duration,
     ) -> Result<Self, PassThroughError> {
         let endpoint = endpoint.trim_end_matches('/');
         if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
@@ -52,12 +53,18 @@ impl HttpUpstream {
                 endpoint: endpoint.into(),
             });
         }
+        if upstream_timeout.is_zero() {
+            return Err(PassThroughError::ZeroTimeout);
+        }
         // reqwest is built without a bundled TLS provider: install ring's (twice is
         // harmless).
         let _ = rustls::crypto::ring::default_provider().install_default();
+        // reqwest's read timeout runs from the request's start to the answer's head,
+        // then between two reads of its body.
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(CONNECT_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT.min(upstream_timeout))
+            .read_timeout(upstream_timeout)
             .build()?;
         Ok(Self {
             endpoint: endpoint.into(),
@@ -80,19 +87,21 @@ impl HttpUpstream {
             Some(query) => format!("{}{}?{query}", self.endpoint, forward.path),
             None => format!("{}{}", self.endpoint, forward.path),
         };
-        let body = request_body(forward.method, forward.body).await?;
         let mut request = self
             .client
             .request(forward.method.clone(), url)
             .headers(end_to_end(
                 forward.headers,
-                &[header::AUTHORIZATION, header::HOST],
-            ))
-            .body(body);
+                // reqwest sets the length of the body it sends, and the host it sends to.
+                &[header::AUTHORIZATION, header::HOST, header::CONTENT_LENGTH],
+            ));
+        if let Some(body) = request_body(forward.headers, forward.body).await? {
+            request = request.body(body);
+        }
         if let Some(token) = self.bearer().await? {
             request = request.bearer_auth(token);
         }
-        let answer = request.send().await.map_err(|e| self.unreachable(&e))?;
+        let answer = request.send().await.map_err(|e| self.unreachable(e))?;
         if !is_small_json(&answer) {
             return Ok(streamed(answer));
         }
@@ -109,7 +118,7 @@ impl HttpUpstream {
     ) -> Result<http::Response<ResponseBody>, PassError> {
         let status = answer.status();
         let mut headers = end_to_end(answer.headers(), &[]);
-        let body = answer.bytes().await.map_err(|e| self.unreachable(&e))?;
+        let body = answer.bytes().await.map_err(|e| self.unreachable(e))?;
         let body = match serde_json::from_slice::<serde_json::Value>(&body) {
             Ok(mut json) => {
                 self.relink(&mut json, base);
@@ -140,9 +149,15 @@ impl HttpUpstream {
         Ok(Some(credential.bearer.clone()))
     }
 
-    fn unreachable(&self, error: &reqwest::Error) -> PassError {
-        let mut reason = error.to_string();
-        let mut source = std::error::Error::source(error);
+    /// What failed, without the request's URL (its query may hold an API key).
+    fn unreachable(&self, error: reqwest::Error) -> PassError {
+        let timed_out = error.is_timeout();
+        let error = error.without_url();
+        let mut reason = match timed_out {
+            true => format!("no answer within the upstream timeout ({error})"),
+            false => error.to_string(),
+        };
+        let mut source = std::error::Error::source(&error);
         while let Some(cause) = source {
             reason = format!("{reason}: {cause}");
             source = cause.source();
@@ -188,21 +203,27 @@ impl HttpUpstream {
     }
 }
 
-/// The request's body: read (at most 64 KiB, metadata only) for the methods that
-/// carry one, none for the others.
+/// The request's body as the client declared it: none when its head declares
+/// none (no `Content-Length`, or 0, and no `Transfer-Encoding`), whatever the
+/// method; otherwise read whole (at most 64 KiB: metadata, compose and rewrite
+/// requests) and sent with its own length. A `GET` or `DELETE` that declares one is
+/// sent with it, as Cloud Storage would have been.
 async fn request_body(
-    method: &Method,
+    headers: &HeaderMap,
     body: crate::body::Pieces,
-) -> Result<reqwest::Body, PassError> {
-    if !matches!(*method, Method::POST | Method::PUT | Method::PATCH) {
-        return Ok(reqwest::Body::from(bytes::Bytes::new()));
+) -> Result<Option<reqwest::Body>, PassError> {
+    let declared_length = (headers.get(header::CONTENT_LENGTH))
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    let chunked = headers.contains_key(header::TRANSFER_ENCODING);
+    if !chunked && declared_length.unwrap_or(0) == 0 {
+        return Ok(None);
     }
     let bytes = body
         .limited(crate::body::MAX_RESOURCE_BYTES)
         .whole()
         .await
         .map_err(|e| PassError::Refused(e.rejection()))?;
-    Ok(reqwest::Body::from(bytes))
+    Ok(Some(reqwest::Body::from(bytes)))
 }
 
 /// The upstream's answer as the relay's: status, end-to-end headers, the body
@@ -281,7 +302,8 @@ mod tests {
             upstream.relink(&mut json, "http://localhost:4443");
             json
         };
-        let fake = HttpUpstream::new("http://127.0.0.1:9000", None).unwrap();
+        let timeout = super::super::DEFAULT_UPSTREAM_TIMEOUT;
+        let fake = HttpUpstream::new("http://127.0.0.1:9000", None, timeout).unwrap();
         let page = serde_json::json!({"items": [{
             "selfLink": "http://127.0.0.1:9000/storage/v1/b/b/o/a",
             "name": "http://127.0.0.1:9000/x",
@@ -293,7 +315,7 @@ mod tests {
             "metadata": {"mediaLink": 7},
         }]});
         assert_eq!(relinked(&fake, page), expected);
-        let gcs = HttpUpstream::new(CLOUD_STORAGE, None).unwrap();
+        let gcs = HttpUpstream::new(CLOUD_STORAGE, None, timeout).unwrap();
         let resource = serde_json::json!({
             "selfLink": "https://www.googleapis.com/storage/v1/b/b/o/a",
             "mediaLink": "https://storage.googleapis.com/download/storage/v1/b/b/o/a?alt=media",
@@ -307,8 +329,11 @@ mod tests {
 
     #[test]
     fn an_endpoint_must_be_http_or_https() {
-        assert!(HttpUpstream::new("127.0.0.1:4443", None).is_err());
-        let upstream = HttpUpstream::new("http://127.0.0.1:4443/", None).unwrap();
+        let timeout = super::super::DEFAULT_UPSTREAM_TIMEOUT;
+        assert!(HttpUpstream::new("127.0.0.1:4443", None, timeout).is_err());
+        let zero = std::time::Duration::ZERO;
+        assert!(HttpUpstream::new("http://127.0.0.1:4443", None, zero).is_err());
+        let upstream = HttpUpstream::new("http://127.0.0.1:4443/", None, timeout).unwrap();
         assert_eq!(upstream.endpoint(), "http://127.0.0.1:4443");
     }
 }

@@ -85,12 +85,28 @@ impl PassThrough {
     /// Forwards (feature `http-upstream`) to the Cloud Storage endpoint `endpoint` (`https://storage.googleapis.com`,
     /// or an emulator's `http://host:port`), adding a bearer token from
     /// `credentials` when given (none for an emulator).
+    /// The upstream has [`DEFAULT_UPSTREAM_TIMEOUT`] to begin each answer and
+    /// between its pieces ([`PassThrough::http_with_timeout`]).
     #[cfg(feature = "http-upstream")]
     pub fn http(
         endpoint: &str,
         credentials: Option<GcpCredentialProvider>,
     ) -> Result<Self, PassThroughError> {
-        let upstream = http::HttpUpstream::new(endpoint, credentials)?;
+        Self::http_with_timeout(endpoint, credentials, DEFAULT_UPSTREAM_TIMEOUT)
+    }
+
+    /// [`PassThrough::http`], where the upstream has `upstream_timeout` to begin
+    /// an answer (from the request's start) and between two pieces of its body: an
+    /// answer that does not begin in time is 503 (with `Retry-After`), one that
+    /// stalls midway is cut off, so a hanging upstream holds no connection of the
+    /// relay's longer than that. Not zero.
+    #[cfg(feature = "http-upstream")]
+    pub fn http_with_timeout(
+        endpoint: &str,
+        credentials: Option<GcpCredentialProvider>,
+        upstream_timeout: std::time::Duration,
+    ) -> Result<Self, PassThroughError> {
+        let upstream = http::HttpUpstream::new(endpoint, credentials, upstream_timeout)?;
         Ok(Self {
             way: Way::Http(Arc::new(upstream)),
         })
@@ -142,6 +158,10 @@ impl std::fmt::Debug for PassThrough {
     }
 }
 
+/// How long an HTTP upstream has to begin an answer, and between two pieces of
+/// it, by default ([`PassThrough::http`]).
+pub const DEFAULT_UPSTREAM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// What the relay's first log line says: `off`, `http ENDPOINT`, `store STORE` or
 /// `unavailable: WHY`.
 impl std::fmt::Display for PassThrough {
@@ -170,6 +190,9 @@ pub enum PassThroughError {
         /// The endpoint given.
         endpoint: String,
     },
+    /// The upstream timeout is zero.
+    #[error("pass-through upstream timeout (--upstream-timeout) must be longer than 0")]
+    ZeroTimeout,
     /// The HTTP client could not be built.
     #[cfg(feature = "http-upstream")]
     #[error("cannot build the pass-through HTTP client: {0}")]

@@ -66,6 +66,28 @@ pub async fn passing_through_up_to(fake_base: &str, max_object_bytes: u64) -> Ha
     Harness::in_front_of(fake_base, setup).await
 }
 
+/// Sends `method target` to `base` exactly as written (no client resolves its
+/// path), with `body` (and its `Content-Length`, whatever the method); the status
+/// and the answer's body.
+pub async fn raw(base: &str, method: &str, target: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let addr = base.strip_prefix("http://").unwrap();
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, conn.read_to_end(&mut answer));
+    read.await.expect("answered").unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    (status, body.to_string())
+}
+
 /// A relay writing to `store` with no server and no drainer, for tests that feed
 /// `relay::Connections` in-memory streams (under paused time): the relay, its spool
 /// and the spool's directory (deleted when dropped).

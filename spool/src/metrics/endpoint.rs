@@ -7,7 +7,9 @@
 //! is logged at warn with what to do and retried after a pause: 100 ms, doubling
 //! to 5 s while accepts keep failing, back to 100 ms after one succeeds. Bounds that
 //! hold before any request is read ([`EndpointConfig`]): at most
-//! `max_connections` (16) connections (more wait in the listen backlog), 10 s to
+//! `max_connections` (16) connections (one idle for a second, that has sent no
+//! request or is between requests, is closed to make room for the next; more wait
+//! in the listen backlog while every one serves a request), 10 s to
 //! send a request's headers. Then, for each request: on a loopback listener a
 //! `Host` that is not a loopback name is refused (403: DNS rebinding would let a web
 //! page read the metrics); with a token, `/metrics` needs `Authorization: Bearer
@@ -23,8 +25,10 @@ use http_body_util::Full;
 use hyper::body::Bytes;
 use prometheus_client::registry::Registry;
 
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Semaphore;
+
+use crate::places::{Place, Places, accept_error_advice};
 
 use super::{CONTENT_TYPE, encode};
 
@@ -149,12 +153,17 @@ async fn serve_accepted(
             "the metrics endpoint's max_connections must be at least 1",
         ));
     }
-    let places = Arc::new(Semaphore::new(config.max_connections));
+    let places = Places::new(
+        "the metrics endpoint",
+        config.max_connections,
+        Gauge::default(),
+    );
     let config = Arc::new(config);
     let mut pause = ACCEPT_RETRY_FIRST;
     loop {
-        // A place first: over the limit a connection waits unread in the backlog.
-        let place = places.clone().acquire_owned().await.expect("never closed");
+        // A place first: over the limit a connection waits unread in the backlog,
+        // and one that sends nothing is closed to make room (`places.rs`).
+        let place = places.take().await;
         match listener.accept().await {
             Ok(stream) => {
                 pause = ACCEPT_RETRY_FIRST;
@@ -165,7 +174,7 @@ async fn serve_accepted(
                     error = %e,
                     retry_in = ?pause,
                     "the metrics endpoint cannot accept a connection; {}",
-                    accept_error_advice(&e)
+                    accept_error_advice(&e, "the metrics endpoint", "its max_connections")
                 );
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(ACCEPT_RETRY_MAX);
@@ -174,54 +183,44 @@ async fn serve_accepted(
     }
 }
 
-/// What an operator can do about a failed accept.
-fn accept_error_advice(e: &std::io::Error) -> String {
-    const EMFILE: i32 = 24;
-    const ENFILE: i32 = 23;
-    match e.raw_os_error() {
-        Some(EMFILE) => format!(
-            "the process has run out of file descriptors ({}): raise it (LimitNOFILE= in \
-             the systemd unit, ulimit -n) or look for a descriptor leak",
-            open_files_limit()
-        ),
-        Some(ENFILE) => {
-            "the system has run out of file descriptors (fs.file-max): see what holds them".into()
-        }
-        _ => "retrying".into(),
-    }
-}
-
-/// The process's open-file limit as `/proc/self/limits` gives it (Linux), or that
-/// it is unknown.
-fn open_files_limit() -> String {
-    std::fs::read_to_string("/proc/self/limits")
-        .ok()
-        .and_then(|limits| {
-            let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-            let soft = line.split_whitespace().nth(3)?;
-            Some(format!("limit {soft} open files"))
-        })
-        .unwrap_or_else(|| "limit unknown".into())
-}
-
 /// Serves one connection on its own task, holding `place` until it closes.
+/// Closed to make room when idle (no request in progress) while every place is
+/// held: a probe always finds one, whatever idle connections are open.
 fn serve_connection(
     stream: impl AsyncRead + AsyncWrite + Unpin + Send + 'static,
     registry: Arc<Registry>,
     config: Arc<EndpointConfig>,
-    place: tokio::sync::OwnedSemaphorePermit,
+    place: Place,
 ) {
+    let serving = place.serving();
     tokio::spawn(async move {
         let service = hyper::service::service_fn(move |req| {
             let registry = registry.clone();
             let config = config.clone();
-            async move { Ok::<_, std::convert::Infallible>(respond(&req, &registry, &config)) }
+            let serving = serving.clone();
+            async move {
+                serving.started();
+                let response = respond(&req, &registry, &config);
+                serving.ended();
+                Ok::<_, std::convert::Infallible>(response)
+            }
         });
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT)
             .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-        if let Err(e) = conn.await {
+        tokio::pin!(conn);
+        let ended = tokio::select! {
+            ended = conn.as_mut() => ended,
+            () = place.closing() => match place.is_idle() {
+                true => Ok(()),
+                false => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            },
+        };
+        if let Err(e) = ended {
             tracing::debug!(error = %e, "metrics connection ended with an error");
         }
         drop(place);
@@ -384,7 +383,8 @@ mod tests {
 
     #[test]
     fn running_out_of_file_descriptors_names_the_limit_and_the_fix() {
-        let advice = accept_error_advice(&std::io::Error::from_raw_os_error(24));
+        let e = std::io::Error::from_raw_os_error(24);
+        let advice = accept_error_advice(&e, "the metrics endpoint", "its max_connections");
         assert!(advice.contains("LimitNOFILE"), "{advice}");
         if cfg!(target_os = "linux") {
             assert!(
@@ -451,31 +451,48 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn connections_past_the_cap_wait_unaccepted() {
-        // Found by review (L1): the endpoint capped no connections.
+    async fn idle_connections_at_the_cap_make_room_for_a_probe() {
+        // Found by review (52/9): 16 connections that sent nothing kept /healthz and
+        // /readyz out for their whole header timeout, so the kubelet's liveness probe
+        // failed and it restarted a healthy relay.
         let (script, accepts) = tokio::sync::mpsc::unbounded_channel();
-        let (_held, held_end) = tokio::io::duplex(1 << 16);
-        let (mut second, second_end) = tokio::io::duplex(1 << 16);
-        script.send(Ok(held_end)).unwrap();
-        script.send(Ok(second_end)).unwrap();
-        let config = EndpointConfig {
-            max_connections: 1,
-            ..EndpointConfig::for_addr(DEFAULT_METRICS_ADDR)
-        };
+        let config = EndpointConfig::for_addr(DEFAULT_METRICS_ADDR);
+        let mut idle = Vec::new();
+        for _ in 0..config.max_connections {
+            let (client, server_end) = tokio::io::duplex(1 << 16);
+            script.send(Ok(server_end)).unwrap();
+            idle.push(client);
+        }
+        let (mut probe, probe_end) = tokio::io::duplex(1 << 16);
+        script.send(Ok(probe_end)).unwrap();
         let registry = Arc::new(Registry::default());
         let server = tokio::spawn(serve_accepted(Scripted(accepts), registry, config));
         let request = "GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-        second.write_all(request.as_bytes()).await.unwrap();
+        probe.write_all(request.as_bytes()).await.unwrap();
+        let started = tokio::time::Instant::now();
         let mut head = [0u8; 12];
-        let waited = tokio::time::timeout(Duration::from_secs(5), second.read_exact(&mut head));
+        let answered = tokio::time::timeout(HEADER_READ_TIMEOUT / 2, probe.read_exact(&mut head));
         assert!(
-            waited.await.is_err(),
-            "a connection past the cap was served"
+            answered.await.is_ok(),
+            "the probe waited behind idle connections"
         );
-        // The held connection sends nothing: its header timeout frees the place.
-        let answered = tokio::time::timeout(Duration::from_secs(30), second.read_exact(&mut head));
-        assert!(answered.await.is_ok());
         assert_eq!(&head, b"HTTP/1.1 200");
+        let waited = started.elapsed();
+        assert!(
+            waited <= crate::places::IDLE_BEFORE_CLOSING * 2,
+            "{waited:?}"
+        );
+        // Idle connections were closed for it (and for the place the accept loop
+        // takes before its next accept); not all of them.
+        let mut closed = 0;
+        for client in &mut idle {
+            let mut byte = [0u8; 1];
+            let read = tokio::time::timeout(Duration::from_millis(1), client.read(&mut byte));
+            if let Ok(Ok(0)) = read.await {
+                closed += 1;
+            }
+        }
+        assert!((1..=2).contains(&closed), "{closed} closed");
         server.abort();
     }
 
