@@ -120,7 +120,31 @@ pub(crate) fn uploaded(
         Outcome::Stored => OUTCOME_STORED,
         Outcome::Spooled { .. } => OUTCOME_SPOOLED,
     };
-    wire::uploaded(api, base, bucket, record).header(OUTCOME_HEADER, where_)
+    written(api, base, bucket, record).header(OUTCOME_HEADER, where_)
+}
+
+/// Cloud Storage's answer to an upload of `record` as the relay gives it: the
+/// XML API's headers, or the JSON resource ([`resource`]).
+pub(crate) fn written(api: Api, base: &str, bucket: &str, record: &ObjectRecord) -> Reply {
+    match api {
+        Api::Json => Reply::json(200, &resource(base, bucket, record)),
+        Api::Xml => wire::uploaded(api, base, bucket, record),
+    }
+}
+
+/// The JSON resource of an object the relay describes itself (an upload's answer,
+/// a spooled object's metadata, its entry in a merged list). Its `mediaLink` names
+/// no generation: the relay's is not the bucket's, and a client that follows the
+/// link once the object is delivered must read the live object, not 404.
+pub(crate) fn resource(base: &str, bucket: &str, record: &ObjectRecord) -> serde_json::Value {
+    let mut resource = record.json_resource(base, bucket);
+    let media_link = format!(
+        "{base}/download/storage/v1/b/{}/o/{}?alt=media",
+        wire::encode_component(bucket),
+        wire::encode_component(&record.name)
+    );
+    resource["mediaLink"] = serde_json::Value::String(media_link);
+    resource
 }
 
 /// The answer to an upload the uploader did not make safe (see the module's table).

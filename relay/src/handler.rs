@@ -32,7 +32,7 @@ use crate::body::Pieces;
 use crate::metrics::route_label;
 use crate::passthrough::{self, Forward, Op, Plan, ResponseBody};
 use crate::relay::{Relay, other_preconditions, unsupported_options};
-use crate::spooled::TakenBack;
+use crate::spooled::{Deleting, TakenBack};
 use crate::upload::Framing;
 
 /// How a connection reached the relay, in its requests' extensions: the scheme of
@@ -230,7 +230,16 @@ async fn pass_on(
     if let Op::Delete(_) = forward.op
         && let Some(name) = forward.route.object()
     {
-        match take_back(relay, name).await {
+        let deleting = match relay.spooled(name).await {
+            Some(found) => found.deleting(forward.query, forward.headers),
+            None => Ok(Deleting::Spooled),
+        };
+        let taken_back = match deleting {
+            Ok(Deleting::Spooled) => take_back(relay, name).await,
+            Ok(Deleting::OtherGeneration) => TakenBack::NotSpooled,
+            Err(refused) => return logged.reply(SPOOLED, refused.reply(api)),
+        };
+        match taken_back {
             TakenBack::NotSpooled => {}
             TakenBack::Removed => {
                 // The spooled copy is gone for good, and never lands from the

@@ -419,7 +419,11 @@ fn has_object(entries: &[Entry], name: &str) -> bool {
 /// its upload with (JSON), or its `<Contents>` (XML).
 fn rendered(merging: &Merging, record: &ObjectRecord) -> Rendered {
     match merging.api {
-        Api::Json => Rendered::Json(record.json_resource(&merging.base, &merging.bucket)),
+        Api::Json => Rendered::Json(crate::answer::resource(
+            &merging.base,
+            &merging.bucket,
+            record,
+        )),
         Api::Xml => Rendered::Xml(
             XmlContents {
                 name: &record.name,

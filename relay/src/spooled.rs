@@ -349,7 +349,65 @@ fn forget_oldest(by_name: &mut BTreeMap<String, Acknowledged>) {
     }
 }
 
+/// Which object a `DELETE` of a spooled name is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Deleting {
+    /// The spooled object, its conditions holding: it is taken back.
+    Spooled,
+    /// Another generation than the spooled object's (`generation=`): the request
+    /// passes through, and the spooled object stays.
+    OtherGeneration,
+}
+
 impl Found {
+    /// What a `DELETE` with `query` and `headers` does to this spooled object, as
+    /// the bucket will judge it once the object is delivered: its generation (the
+    /// relay's) and metageneration (1) against `generation=`, `ifGenerationMatch`
+    /// (or `x-goog-if-generation-match`), `ifGenerationNotMatch`,
+    /// `ifMetagenerationMatch` (or `x-goog-if-metageneration-match`) and
+    /// `ifMetagenerationNotMatch`; 412 when a condition does not hold, 400 when one
+    /// is not an integer.
+    pub(crate) fn deleting(
+        &self,
+        query: &fake_gcs::wire::Query,
+        headers: &http::HeaderMap,
+    ) -> Result<Deleting, fake_gcs::wire::Rejection> {
+        use fake_gcs::wire::{Conditions, Rejection};
+        let integer = |name: &str, value: &str| {
+            value.trim().parse::<i64>().map_err(|_| {
+                Rejection::invalid(format!(
+                    "Invalid argument: {name}={value:?} is not an integer."
+                ))
+            })
+        };
+        if let Some(generation) = query.get("generation") {
+            if integer("generation", generation)? != self.record.generation {
+                return Ok(Deleting::OtherGeneration);
+            }
+        }
+        let mut conditions = Conditions::parse(query, "if")?;
+        for (field, name) in [
+            (
+                &mut conditions.if_generation_match,
+                "x-goog-if-generation-match",
+            ),
+            (
+                &mut conditions.if_metageneration_match,
+                "x-goog-if-metageneration-match",
+            ),
+        ] {
+            if field.is_none()
+                && let Some(value) = header(headers, name)
+            {
+                *field = Some(integer(name, value)?);
+            }
+        }
+        match conditions.hold(Some((self.record.generation, 1))) {
+            true => Ok(Deleting::Spooled),
+            false => Err(Rejection::PreconditionFailed),
+        }
+    }
+
     /// Whether the spooled object's bytes are `size` bytes with these digests: a
     /// second upload of its name with them is the bucket's 200, with others its 412.
     pub(crate) fn holds(&self, size: u64, digests: &Digests) -> bool {
@@ -360,13 +418,13 @@ impl Found {
     /// The answer to an upload of the same bytes: the spooled object's own, as the
     /// first upload was answered (its generation, its time), marked `spooled`.
     pub(crate) fn uploaded(&self, api: Api, base: &str, bucket: &str) -> Reply {
-        fake_gcs::wire::uploaded(api, base, bucket, &self.record)
+        crate::answer::written(api, base, bucket, &self.record)
             .header(OUTCOME_HEADER, OUTCOME_SPOOLED)
     }
 
     /// The JSON resource of the object, marked `x-spool-outcome: spooled`.
     pub(crate) fn resource(&self, base: &str, bucket: &str) -> Reply {
-        Reply::json(200, &self.record.json_resource(base, bucket))
+        Reply::json(200, &crate::answer::resource(base, bucket, &self.record))
             .header(OUTCOME_HEADER, OUTCOME_SPOOLED)
     }
 
