@@ -380,10 +380,10 @@ impl Found {
                 ))
             })
         };
-        if let Some(generation) = query.get("generation") {
-            if integer("generation", generation)? != self.record.generation {
-                return Ok(Deleting::OtherGeneration);
-            }
+        if let Some(generation) = query.get("generation")
+            && integer("generation", generation)? != self.record.generation
+        {
+            return Ok(Deleting::OtherGeneration);
         }
         let mut conditions = Conditions::parse(query, "if")?;
         for (field, name) in [
