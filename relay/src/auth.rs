@@ -6,7 +6,7 @@
 //!
 //! | what | status | why |
 //! |---|---|---|
-//! | it carries an `Origin` header | 403, whatever its token | browsers send one; a web page on the host could otherwise POST a `text/plain` media upload as a CORS "simple request", which needs no preflight |
+//! | it carries an `Origin`, `Sec-Fetch-*` or `Referer` header | 403, whatever its token | only browsers send them; a web page on the host could otherwise POST a `text/plain` media upload as a CORS "simple request", which needs no preflight, or read an object with a `<script src>` (which carries no `Origin`) |
 //! | the relay listens on loopback and `Host` is not a loopback name (`localhost`, `127.x.x.x`, `[::1]`, with any port) | 403 | DNS rebinding: a page whose name resolves to 127.0.0.1 reaches the relay under its own name |
 //! | a token is configured and `Authorization` is not `Bearer TOKEN` | 401 with `WWW-Authenticate: Bearer` | only holders of the token may write |
 //!
@@ -134,14 +134,14 @@ impl Access {
 
     /// Checks a request's headers; `Err` says why it is refused.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
-        if let Some(origin) = header(headers, "origin") {
+        if let Some((name, value)) = browser_header(headers) {
             return Err(Refusal {
                 status: 403,
                 message: format!(
                     "spool-relay refuses requests from web browsers (this one carries \
-                     Origin: {}). Upload from a server-side client; a browser page must not \
+                     {name}: {}). Use a server-side client; a browser page must not read or \
                      write through the relay.",
-                    printable(origin)
+                    printable(value)
                 ),
             });
         }
@@ -196,6 +196,21 @@ impl Refusal {
             reply
         }
     }
+}
+
+/// The first header that only a web browser sends, if any: `Origin` (cross-origin
+/// requests, and every `POST`), the Fetch Metadata headers `Sec-Fetch-*` (every
+/// request of Chrome 76+, Firefox 90+, Safari 16.4+, set by the browser, which a
+/// page cannot leave out: a `<script src>` or `<img>` GET carries no `Origin` but
+/// carries these), and `Referer` (older browsers' subresource loads). No HTTP
+/// client library or official Cloud Storage client sends any of them.
+fn browser_header(headers: &HeaderMap) -> Option<(&str, &str)> {
+    const NAMED: [&str; 2] = ["origin", "referer"];
+    headers.iter().find_map(|(name, value)| {
+        let name = name.as_str();
+        let browser = NAMED.contains(&name) || name.starts_with("sec-fetch-");
+        browser.then(|| (name, value.to_str().unwrap_or("(not text)")))
+    })
 }
 
 /// `text` cut to 100 characters, control characters escaped: for messages.
@@ -267,6 +282,32 @@ mod tests {
             refusal.message
         );
         assert!(!refusal.message.contains(TOKEN));
+        // Found by review (52/17): a page's <script src> or <img> GET carries no
+        // Origin and a loopback Host, and read through the relay.
+        for (name, value) in [
+            ("sec-fetch-site", "cross-site"),
+            ("sec-fetch-mode", "no-cors"),
+            ("sec-fetch-dest", "script"),
+            ("referer", "https://evil.example/page"),
+        ] {
+            let refusal = access
+                .check(&headers(&[
+                    (name, value),
+                    ("authorization", &bearer),
+                    ("host", "127.0.0.1:4443"),
+                ]))
+                .unwrap_err();
+            assert_eq!(refusal.status, 403, "{name}");
+            assert!(refusal.message.contains(name), "{}", refusal.message);
+        }
+        // What the official clients send passes.
+        let client = headers(&[
+            ("authorization", &bearer),
+            ("host", "127.0.0.1:4443"),
+            ("user-agent", "gcloud-python/3.17.1"),
+            ("x-goog-api-client", "gl-python/3.11.7"),
+        ]);
+        assert_eq!(access.check(&client), Ok(()));
     }
 
     #[test]
