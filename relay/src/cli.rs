@@ -176,26 +176,73 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Runs a relay in a new tokio runtime until SIGTERM or Ctrl-C (or, after SIGHUP,
-/// until it has handed its socket to a new process), on `inherited` when systemd
-/// or an old relay passed a listening socket.
-pub fn run(args: Args, inherited: Option<std::net::TcpListener>) -> anyhow::Result<()> {
+/// Runs a relay in a new tokio runtime until SIGTERM or Ctrl-C, or until it has
+/// handed its socket to a new process after SIGHUP (`handoff.rs`), on the socket
+/// systemd or an old relay passed in when they did.
+fn run(args: Args, inherited: handoff::Inherited) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async {
+    let ended = runtime.block_on(async {
         // Before anything is bound or logged: a SIGTERM that follows the `listening`
         // line must find the handler installed (it was installed only when the
         // server first polled it, and a quick SIGTERM killed the process).
         let signals = Signals::install().context("cannot watch SIGTERM, SIGINT and SIGHUP")?;
         run_until(args, inherited, signals).await
-    })
+    })?;
+    // Every task ends with the runtime, and every handle on the spool with them:
+    // its lock is free for the new relay.
+    drop(runtime);
+    match ended {
+        Ended::Stopped => Ok(()),
+        Ended::HandedOver { successor, socket } => finish_hand_over(successor, &socket),
+    }
+}
+
+/// How a relay's run ended.
+enum Ended {
+    /// SIGTERM or SIGINT.
+    Stopped,
+    /// SIGHUP, and a new relay said it is prepared to take over: this one has
+    /// stopped; `socket` is kept in case the new one fails.
+    HandedOver {
+        successor: handoff::Successor,
+        socket: std::os::fd::OwnedFd,
+    },
+}
+
+/// Waits for the new relay to say it listens; when it fails instead, starts this
+/// relay's own binary again on `socket`, so the port is never left dark.
+fn finish_hand_over(
+    successor: handoff::Successor,
+    socket: &std::os::fd::OwnedFd,
+) -> anyhow::Result<()> {
+    let pid = successor.pid();
+    match successor.ready() {
+        Ok(()) => {
+            tracing::info!(target: "spool_relay", pid, "the new spool-relay listens; exiting");
+            Ok(())
+        }
+        Err(why) => {
+            tracing::error!(
+                target: "spool_relay",
+                pid,
+                "SIGHUP: the new spool-relay failed after this one stopped: {why}; starting \
+                 this one's binary again on the same socket"
+            );
+            Err(handoff::restart(socket))
+        }
+    }
 }
 
 /// Runs a relay until `signals` says stop, then shuts it down gracefully.
-pub async fn run_until(
+async fn run_until(
     args: Args,
-    inherited: Option<std::net::TcpListener>,
+    inherited: handoff::Inherited,
     mut signals: Signals,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Ended> {
+    let handoff::Inherited {
+        listener: inherited,
+        mut predecessor,
+    } = inherited;
     let bucket = bucket(&args.upstream, args.bucket.as_deref())?;
     refuse_loop(&args)?;
     let metrics_token = args.metrics_token(std::env::var(METRICS_TOKEN_ENV).ok())?;
@@ -224,9 +271,14 @@ pub async fn run_until(
         true => args.shutdown_grace + handoff::OPEN_WAIT,
         false => Duration::ZERO,
     };
+    let drainer_config = args.drainer_config()?;
+    // Everything that can fail but the spool has: the old relay may stop now.
+    if let Some(predecessor) = &mut predecessor {
+        predecessor.tell("prepared");
+    }
     let spool = open_spool(&dir, args.spool_config(), lock_wait).await?;
     let remote = Remote::new(store.clone());
-    let drainer = Drainer::start(spool.clone(), remote.clone(), args.drainer_config()?);
+    let drainer = Drainer::start(spool.clone(), remote.clone(), drainer_config);
     let uploader_config = UploaderConfig {
         put_timeout: args.put_timeout,
         ..UploaderConfig::default()
@@ -255,12 +307,22 @@ pub async fn run_until(
         max_connections = server_config.max_connections,
         "spool-relay listening"
     );
+    if let Some(mut predecessor) = predecessor.take() {
+        predecessor.tell("ready");
+    }
+    let (told, ended) = tokio::sync::oneshot::channel();
     let shutdown = async {
-        signals.until_stop_or_handed_over(&socket).await;
+        let ended = match signals.until_stop_or_handed_over(&socket).await {
+            Some(successor) => Ended::HandedOver { successor, socket },
+            None => {
+                // Closed with the listener: new connections are refused, unless
+                // systemd holds the socket too.
+                drop(socket);
+                Ended::Stopped
+            }
+        };
         stopping.store(true, std::sync::atomic::Ordering::SeqCst);
-        // Closed with the listener: new connections are refused, unless a new
-        // process (or systemd) holds the socket too.
-        drop(socket);
+        let _ = told.send(ended);
     };
     crate::serve_with_tls(
         relay,
@@ -281,7 +343,7 @@ pub async fn run_until(
         pending = left.files,
         "spool-relay stopped; pending entries are delivered by the next run on this directory"
     );
-    Ok(())
+    Ok(ended.await.unwrap_or(Ended::Stopped))
 }
 
 /// Opens the spool in `dir`; while another process holds its lock, tries again
@@ -673,30 +735,68 @@ impl Signals {
         })
     }
 
-    /// Waits for SIGTERM or SIGINT, or for a SIGHUP whose hand-over succeeded (one
-    /// that failed is logged, and the relay serves on).
+    /// Waits for SIGTERM or SIGINT (`None`), or for a SIGHUP whose new relay says
+    /// it is prepared to take over (its successor). A new relay that cannot be
+    /// started, exits, or says nothing in time is logged, and this one serves on.
     #[cfg(unix)]
-    async fn until_stop_or_handed_over(&mut self, socket: &std::os::fd::OwnedFd) {
+    async fn until_stop_or_handed_over(
+        &mut self,
+        socket: &std::os::fd::OwnedFd,
+    ) -> Option<handoff::Successor> {
         loop {
             tokio::select! {
-                _ = self.term.recv() => return,
-                _ = self.interrupt.recv() => return,
-                _ = self.hangup.recv() => match handoff::hand_over(socket) {
-                    Ok(pid) => {
-                        tracing::info!(
-                            target: "spool_relay",
-                            pid,
-                            "SIGHUP: handed the listening socket to a new spool-relay; finishing \
-                             the requests in flight and stopping"
-                        );
-                        return;
+                _ = self.term.recv() => return None,
+                _ = self.interrupt.recv() => return None,
+                _ = self.hangup.recv() => {
+                    if let Some(successor) = self.hand_over(socket).await {
+                        return Some(successor);
                     }
-                    Err(e) => tracing::error!(
-                        target: "spool_relay",
-                        "SIGHUP: cannot hand the listening socket to a new spool-relay, serving \
-                         on: {e:#}"
-                    ),
-                },
+                }
+            }
+        }
+    }
+
+    /// Starts a new relay on `socket` and waits for it to be prepared, serving on
+    /// meanwhile; `None` when it will not take over (logged). Signals that come
+    /// meanwhile wait until it is settled.
+    #[cfg(unix)]
+    async fn hand_over(&mut self, socket: &std::os::fd::OwnedFd) -> Option<handoff::Successor> {
+        let started = match handoff::hand_over(socket) {
+            Ok(started) => started,
+            Err(e) => {
+                tracing::error!(
+                    target: "spool_relay",
+                    "SIGHUP: cannot hand the listening socket to a new spool-relay, serving \
+                     on: cannot start it: {e:#}"
+                );
+                return None;
+            }
+        };
+        let pid = started.pid();
+        tracing::info!(
+            target: "spool_relay",
+            pid,
+            "SIGHUP: started a new spool-relay on the listening socket; serving until it is \
+             prepared to take over"
+        );
+        match started.prepared().await {
+            Ok(successor) => {
+                tracing::info!(
+                    target: "spool_relay",
+                    pid,
+                    "SIGHUP: handed the listening socket to a new spool-relay, prepared to take \
+                     over; finishing the requests in flight and stopping"
+                );
+                Some(successor)
+            }
+            Err(why) => {
+                tracing::error!(
+                    target: "spool_relay",
+                    pid,
+                    "SIGHUP: cannot hand the listening socket to a new spool-relay, serving \
+                     on: it will not take over: {why}"
+                );
+                None
             }
         }
     }

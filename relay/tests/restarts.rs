@@ -87,7 +87,12 @@ fn is_refused(e: &reqwest::Error) -> bool {
 }
 
 fn relay_command(dir: &std::path::Path, fake_base: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_spool-relay"));
+    relay_command_of(env!("CARGO_BIN_EXE_spool-relay").as_ref(), dir, fake_base)
+}
+
+/// [`relay_command`], of the binary at `program`.
+fn relay_command_of(program: &std::path::Path, dir: &std::path::Path, fake_base: &str) -> Command {
+    let mut command = Command::new(program);
     command
         .arg("--dir")
         .arg(dir)
@@ -261,4 +266,80 @@ async fn deployed_again_and_again_with_sighup_no_connection_is_refused() {
         );
     }
     assert!(acknowledged.len() >= 120, "{tally:?}");
+}
+
+/// A successor that cannot take over: a script put where the relay's binary was,
+/// which fails at once (`early`) or says `prepared` on the hand-over socket first
+/// (descriptor 4) and then fails.
+fn failing_successor(path: &std::path::Path, late: bool) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let script = match late {
+        false => "#!/bin/sh\necho 'spool-relay: broken deploy' >&2\nexit 3\n",
+        true => "#!/bin/sh\necho prepared >&4\necho 'spool-relay: broken late' >&2\nexit 3\n",
+    };
+    let _ = std::fs::remove_file(path);
+    std::fs::write(path, script).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sighup_whose_new_relay_fails_leaves_the_port_served() {
+    // Found by review (52/8): after SIGHUP the old process exited even when the new
+    // one failed to start, and the port went dark.
+    let (fake, fake_base) = real_fake().await;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("spool-relay");
+    std::fs::copy(env!("CARGO_BIN_EXE_spool-relay"), &bin).unwrap();
+    let spool = dir.path().join("spool");
+    let mut command = relay_command_of(&bin, &spool, &fake_base);
+    command.args(["--listen", "127.0.0.1:0"]);
+    let mut relay = command.spawn().unwrap();
+    let pid = relay.id();
+    let _reap = Reap(vec![pid]);
+    let mut lines = log_lines(&mut relay);
+    let listening = line_with(&mut lines, "spool-relay listening").await;
+    let addr = listening
+        .split_whitespace()
+        .find_map(|field| field.strip_prefix("addr="))
+        .unwrap()
+        .to_string();
+    let (stop, tally) = (Arc::new(AtomicBool::new(false)), Arc::new(Tally::default()));
+    let writer = tokio::spawn(write_until(
+        format!("http://{addr}"),
+        stop.clone(),
+        tally.clone(),
+    ));
+    more_acknowledged(&tally, 20).await;
+    // A new binary that fails at once: the old relay serves on.
+    failing_successor(&bin, false);
+    signal(pid, "HUP");
+    let failed = line_with(&mut lines, "cannot hand the listening socket").await;
+    assert!(failed.contains("exit status: 3"), "{failed}");
+    more_acknowledged(&tally, 20).await;
+    // One that fails after it said it is prepared (the old relay has stopped):
+    // the old relay starts its own binary again, on the same socket, same pid.
+    failing_successor(&bin, true);
+    signal(pid, "HUP");
+    line_with(&mut lines, "handed the listening socket").await;
+    let restarted = line_with(&mut lines, "failed after this one stopped").await;
+    assert!(
+        restarted.contains("starting this one's binary again"),
+        "{restarted}"
+    );
+    let again = line_with(&mut lines, "spool-relay listening").await;
+    assert!(again.contains("inherited=true"), "{again}");
+    more_acknowledged(&tally, 20).await;
+    stop.store(true, Ordering::SeqCst);
+    let acknowledged = writer.await.unwrap();
+    signal(pid, "TERM");
+    assert!(relay.wait().unwrap().success());
+    assert_eq!(tally.refused.load(Ordering::SeqCst), 0, "{tally:?}");
+    for name in &acknowledged {
+        let want = format!("payload {}", name.trim_start_matches("w/"));
+        assert_eq!(
+            stored(&fake, name).as_deref(),
+            Some(want.as_bytes()),
+            "{name}"
+        );
+    }
 }

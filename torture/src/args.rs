@@ -313,6 +313,12 @@ pub struct DeploysArgs {
     /// Deploys (SIGHUPs, or SIGKILLs and starts) in each mode.
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub deploys: u64,
+    /// In the sighup mode, this many more SIGHUPs whose new relay fails (its binary
+    /// replaced by one that exits, alternately at once and after it said it is
+    /// prepared to take over), spread among the deploys: the old relay must serve
+    /// on, or start again on its socket, refusing nothing.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub failing_successors: u64,
     /// Shortest load before each deploy (and after the last).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub min_gap_ms: u64,

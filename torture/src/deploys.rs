@@ -190,6 +190,9 @@ async fn with_fake(
 #[derive(Debug, Default)]
 struct Deploys {
     done: u64,
+    /// SIGHUPs whose new relay failed (`--failing-successors`), the old relay
+    /// serving on or starting again.
+    failed_successors: u64,
     /// From the signal to the relay (the new one) listening, per deploy.
     took: Vec<Duration>,
     /// Deploys that happened but not as they should (an old relay that did not
@@ -213,8 +216,42 @@ async fn deploy(
         move || Duration::from_millis(rng.random_range(args.min_gap_ms..=args.max_gap_ms));
     let mut deploys = Deploys::default();
     let mut reported = Instant::now();
-    for n in 1..=args.deploys {
+    let failing = match mode {
+        DeployMode::Sighup => args.failing_successors,
+        _ => 0,
+    };
+    let rounds = args.deploys + failing;
+    // The failing ones spread evenly among the rounds.
+    let fails: Vec<u64> = (1..=failing).map(|k| k * rounds / (failing + 1)).collect();
+    let mut n = 0;
+    for round in 1..=rounds {
         tokio::time::sleep(gap()).await;
+        if fails.contains(&round) {
+            let late = deploys.failed_successors % 2 == 1;
+            let why = format!("failing successor {}", deploys.failed_successors + 1);
+            let pid = relay.pid().unwrap_or_default();
+            let _ = writeln!(
+                events,
+                "{} {why}: SIGHUP to pid {pid}, late={late}",
+                clock::rfc3339()
+            );
+            match relay.failed_hand_over(lines, &why, late).await {
+                Ok(took) => {
+                    deploys.failed_successors += 1;
+                    let _ = writeln!(
+                        events,
+                        "{} {why}: pid {pid} serves again {took:?} after the SIGHUP",
+                        clock::rfc3339()
+                    );
+                }
+                Err(e) => {
+                    deploys.fatal = Some(format!("{why}: {e:#}"));
+                    break;
+                }
+            }
+            continue;
+        }
+        n += 1;
         if let Some(dead) = writers.iter_mut().find_map(|w| {
             let name = w.name().to_string();
             w.exited()
@@ -562,6 +599,14 @@ impl Outcome {
                 self.deploys.done, args.deploys
             ));
         }
+        if self.mode == DeployMode::Sighup
+            && self.deploys.failed_successors < args.failing_successors
+        {
+            problems.push(format!(
+                "{} of {} SIGHUPs with a failing new relay done",
+                self.deploys.failed_successors, args.failing_successors
+            ));
+        }
         problems.extend(self.deploys.fatal.iter().cloned());
         problems.extend(self.deploys.failures.iter().cloned());
         problems.extend(self.end_failures.iter().cloned());
@@ -603,6 +648,14 @@ impl Outcome {
             args.max_gap_ms,
             args.seed
         );
+        if self.mode == DeployMode::Sighup {
+            let _ = writeln!(
+                out,
+                "SIGHUPs whose new relay failed (--failing-successors): {} of {}, the old relay \
+                 serving on or starting again on its socket",
+                self.deploys.failed_successors, args.failing_successors
+            );
+        }
         let took = &self.deploys.took;
         if let Some(max) = took.iter().max() {
             let mean = took.iter().sum::<Duration>() / took.len() as u32;

@@ -343,6 +343,80 @@ impl Relay {
         })
     }
 
+    /// A SIGHUP whose new relay cannot take over: the relay's binary is replaced
+    /// by a script that fails at once (`late: false`) or after saying `prepared` on
+    /// the hand-over socket (`late: true`), then put back. At once, the old relay
+    /// must say it serves on; late, it must say the new one failed after it
+    /// stopped, start its own binary again in its place (the same pid) and listen
+    /// on the inherited socket. Returns how long from the SIGHUP until it serves.
+    pub async fn failed_hand_over(
+        &mut self,
+        lines: &mut Lines,
+        why: &str,
+        late: bool,
+    ) -> anyhow::Result<Duration> {
+        let pid = self.pid().context("the relay is not running")?;
+        let real = self.bin.with_extension("real");
+        std::fs::copy(&self.bin, &real)?;
+        replace_file(&self.bin, failing_successor(late).as_bytes(), 0o755)?;
+        if let Ok(mut log) = std::fs::OpenOptions::new().append(true).open(&self.log) {
+            let kind = if late {
+                "after it is prepared"
+            } else {
+                "at once"
+            };
+            let _ = writeln!(
+                log,
+                "== SIGHUP to pid {pid}, a new relay that fails {kind} ({why})"
+            );
+        }
+        let began = Instant::now();
+        procs::signal_pid(pid, Signal::SIGHUP)?;
+        let settled = self.serves_on_after_failure(lines, pid, late).await;
+        let put_back =
+            std::fs::read(&real).and_then(|binary| replace_file(&self.bin, &binary, 0o755));
+        settled?;
+        put_back.with_context(|| format!("cannot put {} back", self.bin.display()))?;
+        self.boots += u64::from(late);
+        Ok(began.elapsed())
+    }
+
+    /// What the relay pid `pid` says after a SIGHUP whose new relay fails.
+    async fn serves_on_after_failure(
+        &self,
+        lines: &mut Lines,
+        pid: u32,
+        late: bool,
+    ) -> anyhow::Result<()> {
+        if !late {
+            let line = procs::next_line(lines, HANDED_WITHIN, "serving-on line", |line| {
+                line.contains("cannot hand the listening socket")
+                    || line.contains("handed the listening socket")
+            })
+            .await?;
+            if !line.contains("serving on") {
+                bail!("pid {pid} after a new relay failed at once: {line}");
+            }
+            return Ok(());
+        }
+        let restarting = procs::next_line(lines, LISTENING_WITHIN, "restart line", |line| {
+            line.contains("failed after this one stopped")
+                || line.contains("cannot hand the listening socket")
+        })
+        .await?;
+        if !restarting.contains("starting this one's binary again") {
+            bail!("pid {pid} after a new relay failed late: {restarting}");
+        }
+        let listening = procs::next_line(lines, LISTENING_WITHIN, "listening line", |line| {
+            line.contains("spool-relay listening") || line.starts_with("spool-relay: ")
+        })
+        .await?;
+        if !listening.contains("inherited=true") {
+            bail!("pid {pid} started again: {listening}");
+        }
+        Ok(())
+    }
+
     /// The spool's pending entries (`spool_files`) from its metrics.
     pub async fn spool_files(&self) -> anyhow::Result<u64> {
         let body = http::get_ok(self.metrics, "/metrics").await?;
@@ -379,6 +453,27 @@ pub fn gauge(text: &str, name: &str) -> Option<u64> {
             .ok()
             .map(|v| v as u64)
     })
+}
+
+/// A script standing for a new relay's binary that fails: at once, or after it
+/// says `prepared` on the hand-over socket (descriptor 4).
+fn failing_successor(late: bool) -> &'static str {
+    match late {
+        false => "#!/bin/sh\necho 'spool-relay: a deploy that fails at once' >&2\nexit 3\n",
+        true => {
+            "#!/bin/sh\necho prepared >&4\necho 'spool-relay: a deploy that fails late' >&2\nexit 3\n"
+        }
+    }
+}
+
+/// Puts `contents` at `path` by a rename (a running binary cannot be written in
+/// place), with permissions `mode`.
+fn replace_file(path: &std::path::Path, contents: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let staged = path.with_extension("staged");
+    std::fs::write(&staged, contents)?;
+    std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(mode))?;
+    std::fs::rename(&staged, path)
 }
 
 #[cfg(test)]
