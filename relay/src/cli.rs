@@ -291,7 +291,7 @@ async fn run_until(
     let pass_through = config.pass_through.to_string();
     let relay = Relay::new(config, uploader, Arc::new(SystemClock))?;
     let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let metrics = serve_metrics(&args, metrics_token, &relay, &stopping).await?;
+    let metrics = serve_metrics(&args, metrics_token, &relay, stopping.clone()).await?;
     tracing::info!(
         target: "spool_relay",
         addr = %listener.local_addr()?,
@@ -310,6 +310,7 @@ async fn run_until(
     if let Some(mut predecessor) = predecessor.take() {
         predecessor.tell("ready");
     }
+    let bucket_check = tokio::spawn(check_bucket(relay.clone()));
     let (told, ended) = tokio::sync::oneshot::channel();
     let shutdown = async {
         let ended = match signals.until_stop_or_handed_over(&socket).await {
@@ -334,6 +335,7 @@ async fn run_until(
     )
     .await?;
     drainer.shutdown().await;
+    bucket_check.abort();
     if let Some((_, task)) = metrics {
         task.abort();
     }
@@ -344,6 +346,42 @@ async fn run_until(
         "spool-relay stopped; pending entries are delivered by the next run on this directory"
     );
     Ok(ended.await.unwrap_or(Ended::Stopped))
+}
+
+/// How often the upstream's bucket is asked for again while it is missing.
+const BUCKET_RECHECK: Duration = Duration::from_secs(60);
+
+/// Asks the upstream whether the relay's bucket exists, and tells the relay
+/// (`/uploadz`, `spool_relay_refusing_uploads{reason="bucket_missing"}`): at start,
+/// then every minute while it is missing (a bucket made later is seen). An
+/// upstream that cannot be asked now is not a missing bucket.
+async fn check_bucket(relay: Relay) {
+    let bucket = relay.config().bucket.clone();
+    loop {
+        match relay.config().pass_through.bucket_exists(&bucket).await {
+            Ok(true) => {
+                relay.bucket_checked(None);
+                return;
+            }
+            Ok(false) => {
+                let why = format!(
+                    "the upstream has no bucket {bucket} (checked with the relay's \
+                     credentials): uploads to it fail; create it, or give --upstream the \
+                     right one"
+                );
+                tracing::warn!(target: "spool_relay", "{why}");
+                relay.bucket_checked(Some(why));
+            }
+            Err(e) => {
+                tracing::info!(
+                    target: "spool_relay",
+                    "cannot ask the upstream whether the bucket {bucket} exists now: {e}"
+                );
+                return;
+            }
+        }
+        tokio::time::sleep(BUCKET_RECHECK).await;
+    }
 }
 
 /// Opens the spool in `dir`; while another process holds its lock, tries again
@@ -681,26 +719,40 @@ async fn serve_metrics(
     args: &Args,
     token: Option<Token>,
     relay: &Relay,
-    stopping: &Arc<std::sync::atomic::AtomicBool>,
+    stopping: Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<Option<MetricsTask>> {
     let Some(addr) = args.metrics else {
         return Ok(None);
     };
     let mut registry = prometheus_client::registry::Registry::default();
     relay.spool().register_metrics(&mut registry);
-    relay.metrics().register(&mut registry);
+    relay.register_metrics(&mut registry);
     let listener = TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot serve metrics on {addr}"))?;
     let bound = listener.local_addr()?;
-    let (relay, stopping) = (relay.clone(), stopping.clone());
+    // Readiness is the relay's serving, never the spool's state: in a sidecar an
+    // unready relay takes the whole Pod out of its Services (in a regional outage,
+    // every replica at once) and makes it the first deleted on scale-down, spool
+    // and all. Whether uploads are taken is /uploadz's, and the metrics'.
     let ready = move || match stopping.load(std::sync::atomic::Ordering::SeqCst) {
         true => Err("spool-relay is shutting down".to_string()),
-        false => relay.readiness(),
+        false => Ok(()),
+    };
+    let refusing = relay.clone();
+    let uploads = move || {
+        let now = refusing.refusing_uploads();
+        match now.is_empty() {
+            true => Ok(()),
+            false => Err((now.into_iter().map(|r| r.message))
+                .collect::<Vec<_>>()
+                .join("; ")),
+        }
     };
     let config = EndpointConfig {
         token: token.map(|t| t.secret().into()),
         ready: Some(Arc::new(ready)),
+        uploads: Some(Arc::new(uploads)),
         ..EndpointConfig::for_addr(addr)
     };
     let task = tokio::spawn(spool::metrics::serve_with(

@@ -93,7 +93,7 @@ pub use metrics::RelayMetrics;
 pub use passthrough::{DEFAULT_UPSTREAM_TIMEOUT, PassThrough, PassThroughError, upstream_request};
 pub use relay::{
     CLOUD_STORAGE_MAX_OBJECT_BYTES, ConfigError, MAX_ENTRY_HEAD_BYTES, MULTIPART_OVERHEAD_BYTES,
-    Relay, RelayConfig,
+    REFUSING_REASONS, Refusing, Relay, RelayConfig,
 };
 pub use server::{
     Connections, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_CONNECTIONS, HEADER_READ_TIMEOUT, ServerConfig,

@@ -7,6 +7,7 @@
 //! | `spool_relay_received_bytes_total` | counter | request body bytes read |
 //! | `spool_relay_connections` | gauge | connections open (at most `--max-connections`) |
 //! | `spool_relay_reads` | gauge | reads in flight: requests passed through or served from the spool (at most `--max-reads`) |
+//! | `spool_relay_refusing_uploads{reason}` | gauge | 1 for each reason the relay refuses uploads now (`Relay::refusing_uploads`), 0 for the others |
 //!
 //! Where acknowledged uploads went (stored or spooled) is the spool's
 //! `spool_uploads_total{outcome}`; a 503 for backpressure is also counted there as
@@ -29,6 +30,8 @@ pub mod names {
     pub const CONNECTIONS: &str = "spool_relay_connections";
     /// Gauge: reads in flight (requests passed through or served from the spool).
     pub const READS: &str = "spool_relay_reads";
+    /// Gauge, by `reason`: 1 while the relay refuses uploads for it.
+    pub const REFUSING_UPLOADS: &str = "spool_relay_refusing_uploads";
 }
 
 /// Every `route` label value: the upload kinds, a resumable session's requests,
@@ -167,5 +170,46 @@ mod tests {
         );
         assert_eq!(metrics.requests_total("media", 200), 1);
         assert!(ROUTES.contains(&route_label(&Route::BucketsList)));
+    }
+}
+
+/// `spool_relay_refusing_uploads{reason}`, read at each scrape from what `now`
+/// says: every reason of [`crate::REFUSING_REASONS`], 1 when it holds.
+pub(crate) struct RefusingGauges<F>(pub(crate) F);
+
+impl<F> std::fmt::Debug for RefusingGauges<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RefusingGauges")
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+impl<F> prometheus_client::collector::Collector for RefusingGauges<F>
+where
+    F: Fn() -> Vec<crate::Refusing> + Send + Sync + 'static,
+{
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric as _;
+        use prometheus_client::metrics::TypedMetric as _;
+        let now = (self.0)();
+        let mut family = encoder.encode_descriptor(
+            names::REFUSING_UPLOADS,
+            "1 for each reason the relay refuses uploads now (see /uploadz for the message)",
+            None,
+            prometheus_client::metrics::gauge::ConstGauge::<i64>::TYPE,
+        )?;
+        for reason in crate::REFUSING_REASONS {
+            let held = now.iter().any(|refusing| refusing.reason == reason);
+            let gauge = prometheus_client::metrics::gauge::ConstGauge::new(i64::from(held));
+            gauge.encode(family.encode_family(&ReasonLabel { reason })?)?;
+        }
+        Ok(())
     }
 }

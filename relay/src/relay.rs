@@ -192,6 +192,27 @@ struct Inner {
     /// of its own, so that a client that goes away does not cancel it (and the
     /// next one start it over); every request meanwhile awaits the same one.
     recovery: Mutex<Option<futures::future::Shared<futures::future::BoxFuture<'static, ()>>>>,
+    /// Why the upstream's bucket is missing, when a check found it so.
+    bucket_missing: Mutex<Option<String>>,
+}
+
+/// Every reason [`Relay::refusing_uploads`] names, as the metric's label.
+pub const REFUSING_REASONS: [&str; 6] = [
+    "spool_stopped",
+    "spool_full_files",
+    "spool_full_bytes",
+    "spool_disk",
+    "sessions_stopped",
+    "bucket_missing",
+];
+
+/// One reason the relay refuses uploads now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusing {
+    /// Its name, one of [`REFUSING_REASONS`].
+    pub reason: &'static str,
+    /// What an operator reads, with the numbers and the flag to change.
+    pub message: String,
 }
 
 impl std::fmt::Debug for Relay {
@@ -248,6 +269,7 @@ impl Relay {
                 spooled: SpooledObjects::default(),
                 earlier_entries,
                 recovery: Mutex::new(None),
+                bucket_missing: Mutex::new(None),
             }),
         })
     }
@@ -368,37 +390,91 @@ impl Relay {
         true
     }
 
-    /// Whether the relay takes uploads now (what `/readyz` answers): `Err` says why
-    /// not: the spool stopped after a failed directory sync and is reopening, the
-    /// spool is full, or the resumable sessions' storage stopped after a failed sync.
-    pub fn readiness(&self) -> Result<(), String> {
+    /// Why the relay refuses uploads (or some of them) now, each with its reason's
+    /// name (one of [`REFUSING_REASONS`]); empty when it takes them. What
+    /// `/uploadz` answers and `spool_relay_refusing_uploads{reason}` counts: the
+    /// spool stopped after a failed directory sync (reopening itself), full by
+    /// entries or by bytes, its disk refusing writes (out of space, read-only, I/O
+    /// errors), resumable sessions stopped after a failed sync, the upstream's
+    /// bucket missing when last checked ([`Relay::bucket_checked`]).
+    pub fn refusing_uploads(&self) -> Vec<Refusing> {
         let stats = self.spool().stats();
+        let mut refusing = Vec::new();
+        let mut refuse = |reason: &'static str, message: String| {
+            refusing.push(Refusing { reason, message });
+        };
         if let Some(why) = stats.broken {
-            return Err(format!(
-                "the spool stopped taking writes after a failed directory sync and is \
-                 reopening itself ({why})"
-            ));
+            refuse(
+                "spool_stopped",
+                format!(
+                    "the spool stopped taking writes after a failed directory sync and is \
+                     reopening itself ({why})"
+                ),
+            );
         }
         if stats.files + stats.reserved_files >= stats.max_files {
-            return Err(format!(
-                "the spool is full: {} entries of at most {} (--max-files)",
-                stats.files + stats.reserved_files,
-                stats.max_files
-            ));
+            let held = stats.files + stats.reserved_files;
+            refuse(
+                "spool_full_files",
+                format!(
+                    "the spool is full: {held} entries of at most {} (--max-files)",
+                    stats.max_files
+                ),
+            );
         }
         if stats.bytes + stats.reserved_bytes >= stats.max_bytes {
-            return Err(format!(
-                "the spool is full: {} bytes of at most {} (--max-bytes)",
-                stats.bytes + stats.reserved_bytes,
-                stats.max_bytes
-            ));
+            let held = stats.bytes + stats.reserved_bytes;
+            refuse(
+                "spool_full_bytes",
+                format!(
+                    "the spool is full: {held} bytes of at most {} (--max-bytes)",
+                    stats.max_bytes
+                ),
+            );
+        }
+        if let Some(why) = stats.disk_refused {
+            refuse(
+                "spool_disk",
+                format!("the spool's disk refused its last write: {why}"),
+            );
         }
         if let Some(why) = self.sessions().stopped() {
-            return Err(format!(
-                "resumable sessions stopped taking writes after a failed sync ({why})"
-            ));
+            refuse(
+                "sessions_stopped",
+                format!("resumable sessions stopped taking writes after a failed sync ({why})"),
+            );
         }
-        Ok(())
+        if let Some(why) = self.bucket_missing() {
+            refuse("bucket_missing", why);
+        }
+        refusing
+    }
+
+    /// Registers the relay's series in `registry` (the one the spool's are in):
+    /// its counters and gauges ([`RelayMetrics`]) and, read at each scrape,
+    /// `spool_relay_refusing_uploads{reason}`.
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        self.metrics().register(registry);
+        let relay = self.clone();
+        let gauges = crate::metrics::RefusingGauges(move || relay.refusing_uploads());
+        registry.register_collector(Box::new(gauges));
+    }
+
+    /// Records what a check of the upstream's bucket found: `Some(why)` when it does
+    /// not exist (uploads to it would fail, and spooled ones could never be
+    /// delivered), `None` when it does or could not be asked.
+    pub fn bucket_checked(&self, missing: Option<String>) {
+        *self
+            .inner
+            .bucket_missing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = missing;
+    }
+
+    fn bucket_missing(&self) -> Option<String> {
+        (self.inner.bucket_missing.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Refuses an upload the spool could not honour: to another bucket than the

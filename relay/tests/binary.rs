@@ -69,6 +69,24 @@ async fn start(
     cwd: &std::path::Path,
     args: &[&str],
 ) -> (Running, mpsc::UnboundedReceiver<String>, String) {
+    let (relay, log, listening) = start_listening(cwd, args).await;
+    let addr = field(&listening, "addr").expect("the listening line names its address");
+    (relay, log, addr)
+}
+
+/// The value of `name=` in a log line.
+fn field(line: &str, name: &str) -> Option<String> {
+    let prefix = format!("{name}=");
+    (line.split_whitespace())
+        .find_map(|word| word.strip_prefix(prefix.as_str()))
+        .map(str::to_string)
+}
+
+/// [`start`], with the whole `spool-relay listening` line.
+async fn start_listening(
+    cwd: &std::path::Path,
+    args: &[&str],
+) -> (Running, mpsc::UnboundedReceiver<String>, String) {
     let child = Command::new(env!("CARGO_BIN_EXE_spool-relay"))
         .current_dir(cwd)
         .args(args)
@@ -83,12 +101,7 @@ async fn start(
     let mut relay = Running(child);
     let mut log = log_lines(&mut relay.0);
     let listening = line_with(&mut log, "spool-relay listening").await;
-    let addr = listening
-        .split_whitespace()
-        .find_map(|field| field.strip_prefix("addr="))
-        .expect("the listening line names its address")
-        .to_string();
-    (relay, log, addr)
+    (relay, log, listening)
 }
 
 /// Sends SIGTERM to `relay`.
@@ -417,4 +430,49 @@ fn output_of(child: &mut Child) -> std::process::Output {
         stdout,
         stderr,
     }
+}
+
+/// `GET {metrics}{path}`: the status and body.
+async fn probe(metrics: &str, path: &str) -> (u16, String) {
+    let answer = reqwest::get(format!("http://{metrics}{path}"))
+        .await
+        .unwrap();
+    (answer.status().as_u16(), answer.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_is_the_relay_serving_and_uploadz_says_why_uploads_are_refused() {
+    // Found by review (52/10): /readyz said `ready` while uploads were refused,
+    // and a readiness that follows the spool would take a sidecar's whole Pod out
+    // of its Services: the state is /uploadz's, with its reason.
+    let (_fake, fake_base) = real_fake().await;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--dir",
+        "spool",
+        "--upstream",
+        "gs://nosuch",
+        "--endpoint",
+        &fake_base,
+        "--metrics",
+        "127.0.0.1:0",
+    ];
+    let (relay, mut log, listening) = start_listening(dir.path(), &args).await;
+    let metrics = field(&listening, "metrics").unwrap();
+    line_with(&mut log, "the upstream has no bucket nosuch").await;
+    assert_eq!(probe(&metrics, "/readyz").await, (200, "ready\n".into()));
+    let (status, refusing) = probe(&metrics, "/uploadz").await;
+    assert_eq!(status, 503, "{refusing}");
+    assert!(
+        refusing.contains("the upstream has no bucket nosuch"),
+        "{refusing}"
+    );
+    let (_, scraped) = probe(&metrics, "/metrics").await;
+    assert!(
+        scraped.contains("spool_relay_refusing_uploads{reason=\"bucket_missing\"} 1"),
+        "{scraped}"
+    );
+    terminate(&relay);
+    assert!(exited(relay, &mut log).await.success());
 }

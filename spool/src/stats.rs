@@ -26,6 +26,9 @@ pub struct Stats {
     pub dead_letter_files: u64,
     /// Why the spool stopped accepting writes, if it did.
     pub broken: Option<String>,
+    /// What the disk said when it refused the last put that failed on it (out of
+    /// space, read-only, an I/O error), until a put is durable again.
+    pub disk_refused: Option<String>,
     /// The configured bounds.
     pub max_files: u64,
     /// The configured bounds.

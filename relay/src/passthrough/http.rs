@@ -108,6 +108,29 @@ impl HttpUpstream {
         self.relinked(answer, forward.base).await
     }
 
+    /// Whether the upstream holds `bucket` (`GET /storage/v1/b/{bucket}`): 200 yes,
+    /// 404 no, anything else `Err`.
+    pub(super) async fn bucket_exists(&self, bucket: &str) -> Result<bool, String> {
+        let url = format!(
+            "{}/storage/v1/b/{}",
+            self.endpoint,
+            fake_gcs::wire::encode_component(bucket)
+        );
+        let mut request = self.client.get(url);
+        if let Some(token) = self.bearer().await.map_err(|e| e.to_string())? {
+            request = request.bearer_auth(token);
+        }
+        let answer = request
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e).to_string())?;
+        match answer.status().as_u16() {
+            200 => Ok(true),
+            404 => Ok(false),
+            status => Err(format!("the upstream answered {status}")),
+        }
+    }
+
     /// A small JSON answer with the upstream's own links (`selfLink`, `mediaLink`)
     /// pointing at the relay (`base`) instead, so a client that follows them reads
     /// through the relay too.

@@ -313,6 +313,18 @@ impl PassError {
 }
 
 impl PassThrough {
+    /// Whether the upstream holds the bucket `bucket`, asked with the relay's own
+    /// credentials: `Ok(false)` when it answers 404; `Ok(true)` when it answers 200,
+    /// or cannot tell (a store has no buckets; nothing passes through); `Err` when
+    /// it cannot be asked now.
+    pub async fn bucket_exists(&self, bucket: &str) -> Result<bool, String> {
+        match &self.way {
+            #[cfg(feature = "http-upstream")]
+            Way::Http(upstream) => upstream.bucket_exists(bucket).await,
+            Way::Store(_) | Way::Off | Way::Unavailable(_) => Ok(true),
+        }
+    }
+
     /// Passes `forward` to the upstream; its answer, streamed.
     pub(crate) async fn serve(
         &self,

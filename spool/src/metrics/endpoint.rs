@@ -15,7 +15,8 @@
 //! page read the metrics); with a token, `/metrics` needs `Authorization: Bearer
 //! TOKEN` (401). The probes need neither token nor anything else: `/healthz` is 200
 //! while the process serves, `/readyz` 200 when [`EndpointConfig::ready`] says so
-//! and 503 with its reason otherwise.
+//! and 503 with its reason otherwise, and `/uploadz` (when
+//! [`EndpointConfig::uploads`] is set) the same for whether uploads are taken.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -61,6 +62,9 @@ pub struct EndpointConfig {
     pub token: Option<Arc<str>>,
     /// What `/readyz` answers; `None`: 200 while the endpoint serves.
     pub ready: Option<Readiness>,
+    /// What `/uploadz` answers (whether uploads are taken now, for an operator to
+    /// gate on apart from readiness); `None`: 404.
+    pub uploads: Option<Readiness>,
 }
 
 impl std::fmt::Debug for EndpointConfig {
@@ -70,6 +74,7 @@ impl std::fmt::Debug for EndpointConfig {
             .field("loopback_hosts_only", &self.loopback_hosts_only)
             .field("token", &self.token.as_ref().map(|_| "(not shown)"))
             .field("ready", &self.ready.is_some())
+            .field("uploads", &self.uploads.is_some())
             .finish()
     }
 }
@@ -83,6 +88,7 @@ impl EndpointConfig {
             loopback_hosts_only: addr.ip().is_loopback(),
             token: None,
             ready: None,
+            uploads: None,
         }
     }
 }
@@ -252,6 +258,13 @@ fn respond<B>(
                     StatusCode::SERVICE_UNAVAILABLE,
                     format!("not ready: {why}\n"),
                 ),
+            },
+            "/uploadz" if config.uploads.is_some() => match config.uploads.as_ref().map(|u| u()) {
+                Some(Err(why)) => text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("refusing uploads: {why}\n"),
+                ),
+                _ => text(StatusCode::OK, "taking uploads\n".into()),
             },
             "/metrics" => match &config.token {
                 Some(token) if !crate::access::bearer_matches(header("authorization"), token) => {
@@ -448,6 +461,28 @@ mod tests {
         let ready = ask(config(), "/readyz", host).await;
         assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
         assert!(ready.contains("not ready: the spool is full"), "{ready}");
+        // /uploadz is its own probe: 404 unless asked for, then what it says.
+        let absent = ask(config(), "/uploadz", host).await;
+        assert!(absent.starts_with("HTTP/1.1 404"), "{absent}");
+        let refusing = EndpointConfig {
+            uploads: Some(Arc::new(|| Err("the disk is read-only".to_string()))),
+            ..config()
+        };
+        let uploads = ask(refusing, "/uploadz", host).await;
+        assert!(uploads.starts_with("HTTP/1.1 503"), "{uploads}");
+        assert!(
+            uploads.contains("refusing uploads: the disk is read-only"),
+            "{uploads}"
+        );
+        let taking = EndpointConfig {
+            uploads: Some(Arc::new(|| Ok(()))),
+            ..config()
+        };
+        assert!(
+            ask(taking, "/uploadz", host)
+                .await
+                .contains("taking uploads")
+        );
     }
 
     #[tokio::test(start_paused = true)]

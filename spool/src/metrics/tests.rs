@@ -46,6 +46,7 @@ fn stats() -> Stats {
         quarantined_files: 4,
         dead_letter_files: 5,
         broken: Some("fsync failed".into()),
+        disk_refused: None,
         max_files: 100,
         max_bytes: 1 << 20,
     }

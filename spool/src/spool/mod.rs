@@ -134,6 +134,9 @@ struct State {
     broken: Option<Arc<str>>,
     /// A recovery task is running (set with `broken`, cleared when it succeeds).
     recovering: bool,
+    /// The disk refused the last put that failed on it (out of space, read-only,
+    /// an I/O error), cleared by the next durable put: what a readiness check says.
+    disk_refused: Option<Arc<str>>,
     quarantined_files: u64,
     dead_letter_files: u64,
     unsynced_removes: u32,
@@ -358,6 +361,7 @@ impl Spool {
             quarantined_files: state.quarantined_files,
             dead_letter_files: state.dead_letter_files,
             broken: state.broken.as_deref().map(str::to_owned),
+            disk_refused: state.disk_refused.as_deref().map(str::to_owned),
             max_files: self.inner.config.max_files,
             max_bytes: self.inner.config.max_bytes,
         }

@@ -114,6 +114,7 @@ impl Spool {
             claimed: 0,
             broken: None,
             recovering: false,
+            disk_refused: None,
             quarantined_files: layout::count_data_files(&scan.quarantine, REASON_SUFFIX),
             dead_letter_files: layout::count_data_files(&scan.dead_letter, ERROR_SUFFIX),
             unsynced_removes: 0,

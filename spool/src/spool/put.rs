@@ -254,7 +254,7 @@ impl Spool {
                 self.index_new(&mut reservation, created_unix_ms);
                 inner.changed.notify_waiters();
             }
-            return Err(put_failed(tmp, e));
+            return Err(self.put_failed(tmp, e));
         }
         let ticket = inner.entries.sync.ticket();
         if let Err(e) = self.sync_dir_upto(&inner.entries, ticket).await {
@@ -278,6 +278,7 @@ impl Spool {
             return Err(PutError::Broken { reason });
         }
         self.index_new(&mut reservation, created_unix_ms);
+        self.state().disk_refused = None;
         inner.changed.notify_waiters();
         Ok(Receipt {
             seq: reservation.seq,
@@ -313,15 +314,20 @@ impl Spool {
     }
 }
 
-/// The error for a put whose own file failed: full when out of space, otherwise an
-/// I/O error of this put alone.
-pub(super) fn put_failed(path: &Path, e: std::io::Error) -> PutError {
-    if is_out_of_space(&e) {
-        PutError::Full(FullReason::Disk)
-    } else {
-        PutError::Io {
-            path: path.to_path_buf(),
-            source: std::sync::Arc::new(e),
+impl Spool {
+    /// The error for a put whose own file failed: full when out of space, otherwise
+    /// an I/O error of this put alone. Remembered until a put is durable again
+    /// ([`Stats::disk_refused`](crate::Stats::disk_refused)).
+    pub(super) fn put_failed(&self, path: &Path, e: std::io::Error) -> PutError {
+        let refused: std::sync::Arc<str> = format!("{e} ({})", path.display()).into();
+        self.state().disk_refused = Some(refused);
+        if is_out_of_space(&e) {
+            PutError::Full(FullReason::Disk)
+        } else {
+            PutError::Io {
+                path: path.to_path_buf(),
+                source: std::sync::Arc::new(e),
+            }
         }
     }
 }

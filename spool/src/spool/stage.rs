@@ -21,7 +21,7 @@ use object_store::Attributes;
 
 use super::Spool;
 use super::layout::temp_file_name;
-use super::put::{Reservation, put_failed};
+use super::put::Reservation;
 use crate::entry;
 use crate::error::PutError;
 use crate::name;
@@ -78,7 +78,7 @@ impl Spool {
         };
         let placeholder = Bytes::from(vec![0; head_len]);
         if let Err(e) = self.inner.disk.append(&staged.tmp, placeholder).await {
-            return Err(put_failed(&staged.tmp, e));
+            return Err(self.put_failed(&staged.tmp, e));
         }
         Ok(staged)
     }
@@ -137,7 +137,7 @@ impl Staged {
             }
             Err(e) => {
                 self.failed = true;
-                Err(put_failed(&self.tmp, e))
+                Err(self.spool.put_failed(&self.tmp, e))
             }
         }
     }
@@ -151,7 +151,9 @@ impl Staged {
             .inner
             .disk
             .read_range(&self.tmp, head_len as u64, self.payload_len);
-        let payload = read.await.map_err(|e| put_failed(&self.tmp, e))?;
+        let payload = read
+            .await
+            .map_err(|e| self.spool.put_failed(&self.tmp, e))?;
         if payload.len() as u64 != self.payload_len
             || crc32c::crc32c(&payload) != self.payload_crc32c
         {

@@ -669,6 +669,7 @@ fn a_drifted_byte_total_is_caught_by_the_sampled_index_walk() {
         next_seq: 2,
         broken: None,
         recovering: false,
+        disk_refused: None,
         quarantined_files: 0,
         dead_letter_files: 0,
         unsynced_removes: 0,
@@ -888,4 +889,26 @@ async fn an_entry_claimed_by_its_number_is_skipped_by_the_drain_order_and_remove
         claims.push(claim);
     }
     assert_eq!(names, ["a/1", "a/3"]);
+}
+
+#[tokio::test]
+async fn a_disk_that_refuses_a_put_is_told_until_a_put_is_durable_again() {
+    // Found by review (52/10): a read-only spool disk made every spooled upload
+    // fail while the relay's readiness said all was well; the spool now says what
+    // its disk last refused.
+    let fx = Fixture::new();
+    let spool = fx.spool().await;
+    assert_eq!(spool.stats().disk_refused, None);
+    fx.disk.fail_next_os(Op::Create, libc::EROFS);
+    let refused = spool.put("a", payload(3)).await.unwrap_err();
+    assert!(matches!(refused, PutError::Io { .. }), "{refused:?}");
+    let told = spool.stats().disk_refused.expect("the refusal is told");
+    assert!(told.contains("Read-only file system"), "{told}");
+    fx.disk.fail_next_os(Op::Create, libc::ENOSPC);
+    let full = spool.put("b", payload(3)).await.unwrap_err();
+    assert!(matches!(full, PutError::Full(FullReason::Disk)), "{full:?}");
+    let told = spool.stats().disk_refused.expect("still told");
+    assert!(told.contains("No space left"), "{told}");
+    spool.put("c", payload(3)).await.unwrap();
+    assert_eq!(spool.stats().disk_refused, None);
 }
