@@ -275,13 +275,12 @@ async fn pass_on(
         }
     }
     if let Op::List(list_api) = forward.op {
-        let spooled = relay.spooled_objects().await.still_spooled(relay.spool());
-        if !spooled.is_empty() {
+        let spooled = relay.spooled_objects().await;
+        if spooled.any(relay.spool()) {
             let merging = crate::listing::Merging {
                 api: list_api,
                 bucket: relay.config().bucket.clone(),
                 base: forward.base.to_string(),
-                spooled: spooled.into_iter().map(|(record, _)| record).collect(),
             };
             let prepared = match crate::listing::prepare(&forward, merging) {
                 Ok(prepared) => prepared,
@@ -294,7 +293,12 @@ async fn pass_on(
             };
             let answer = relay.config().pass_through.serve(upstream).await;
             let merged = match answer {
-                Ok(answer) => prepared.merged(answer).await,
+                Ok(answer) => {
+                    let budget = relay.merge_budget();
+                    prepared
+                        .merged(answer, spooled, relay.spool(), budget)
+                        .await
+                }
                 Err(failed) => Err(failed),
             };
             return match merged {

@@ -32,7 +32,10 @@ use fake_gcs::wire::{
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 
+use spool::Spool;
+
 use crate::passthrough::{Forward, PassError, ResponseBody, whole};
+use crate::spooled::{SpooledObjects, Walk};
 
 /// The most entries a page holds, as Cloud Storage's.
 const MAX_LIST_RESULTS: usize = 1000;
@@ -40,12 +43,15 @@ const MAX_LIST_RESULTS: usize = 1000;
 /// The largest upstream list page the relay reads to merge.
 const MAX_PAGE_BYTES: usize = 16 << 20;
 
+/// The upstream page bytes all lists being merged at once may hold: a few pages of
+/// the largest size, or hundreds of everyday ones (1,000 items are about 1 MiB).
+pub(crate) const MERGE_BUDGET_BYTES: usize = 64 << 20;
+
 /// What a merged list needs of the request.
 pub(crate) struct Merging {
     pub(crate) api: Api,
     pub(crate) bucket: String,
     pub(crate) base: String,
-    pub(crate) spooled: Vec<ObjectRecord>,
 }
 
 /// One entry of a page: a common prefix, or an object rendered in the page's API.
@@ -113,7 +119,7 @@ impl Resume {
 
 /// The least string greater than every string starting with `prefix`, when its
 /// last character can be incremented.
-fn successor(prefix: &str) -> Option<String> {
+pub(crate) fn successor(prefix: &str) -> Option<String> {
     let mut chars: Vec<char> = prefix.chars().collect();
     let last = chars.pop()?;
     let next = char::from_u32(last as u32 + 1)?;
@@ -178,15 +184,31 @@ pub(crate) fn prepare(forward: &Forward<'_>, merging: Merging) -> Result<Prepare
 impl Prepared {
     /// The merged page: the upstream's `answer`, with the spooled objects it
     /// covers.
+    ///
+    /// Memory: the page is read whole (at most [`MAX_PAGE_BYTES`]), parsed once
+    /// and its items moved, not copied, into the merged page. The pages being
+    /// merged at once hold at most [`MERGE_BUDGET_BYTES`] of upstream bytes in all
+    /// (`budget`, one permit a byte, taken for the page's `Content-Length`, or the
+    /// largest page when it gives none): a list past it waits for one to finish.
     pub(crate) async fn merged(
         self,
         answer: http::Response<ResponseBody>,
+        spooled: &SpooledObjects,
+        spool: &Spool,
+        budget: &tokio::sync::Semaphore,
     ) -> Result<http::Response<ResponseBody>, PassError> {
         if answer.status() != 200 {
             return Ok(answer);
         }
+        let declared = (answer.headers().get(http::header::CONTENT_LENGTH))
+            .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+        let budgeted = declared.unwrap_or(MAX_PAGE_BYTES).clamp(1, MAX_PAGE_BYTES);
+        let _held = budget
+            .acquire_many(budgeted as u32)
+            .await
+            .expect("the budget is never closed");
         let (parts, mut body) = answer.into_parts();
-        let mut read = Vec::new();
+        let mut read = Vec::with_capacity(declared.unwrap_or(0).min(MAX_PAGE_BYTES));
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| PassError::Unreachable {
                 upstream: "the upstream".into(),
@@ -195,21 +217,26 @@ impl Prepared {
             if let Ok(data) = frame.into_data() {
                 read.extend_from_slice(&data);
             }
-            if read.len() > MAX_PAGE_BYTES {
+            if read.len() > budgeted {
                 return Err(PassError::Unreachable {
                     upstream: "the upstream".into(),
-                    reason: format!("its list page is over {MAX_PAGE_BYTES} bytes"),
+                    reason: format!(
+                        "its list page is over {budgeted} bytes (its Content-Length, or the \
+                         {MAX_PAGE_BYTES} bytes the relay merges)"
+                    ),
                 });
             }
         }
         let body = bytes::Bytes::from(read);
-        Ok(self.page(parts, body))
+        Ok(self.page(parts, body, spooled, spool))
     }
 
     fn page(
         self,
         parts: http::response::Parts,
         body: bytes::Bytes,
+        spooled: &SpooledObjects,
+        spool: &Spool,
     ) -> http::Response<ResponseBody> {
         let api = self.merging.api;
         let Some(page) = UpstreamPage::parse(api, &body) else {
@@ -218,14 +245,15 @@ impl Prepared {
             response.headers_mut().remove(http::header::CONTENT_LENGTH);
             return response;
         };
+        drop(body);
         let last = page.last_key();
-        let entries = merge(
-            page.entries,
-            page.truncated,
-            &self.asked,
-            &self.resume,
-            &self.merging,
-        );
+        let covered = Covered {
+            asked: &self.asked,
+            resume: &self.resume,
+            upstream_last: page.truncated.then_some(last.as_deref()).flatten(),
+        };
+        let spooled_page = covered.spooled(spooled, spool, &self.merging);
+        let entries = merge(page.entries, &self.resume, spooled_page);
         let (taken, token) = cut(entries, page.truncated, last, self.asked.max);
         let reply = render(api, &self.merging, &self.asked, &taken, token);
         let body = reply.body.clone();
@@ -278,18 +306,17 @@ impl UpstreamPage {
     }
 
     fn json(body: &[u8]) -> Option<Self> {
-        let page: Value = serde_json::from_slice(body).ok()?;
+        let mut page: Value = serde_json::from_slice(body).ok()?;
         let mut entries = Vec::new();
-        for item in page
-            .get("items")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        let items = match page.get_mut("items").map(Value::take) {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        };
+        for item in items {
             let name = item.get("name")?.as_str()?.to_string();
             entries.push(Entry::Object {
                 name,
-                rendered: Rendered::Json(item.clone()),
+                rendered: Rendered::Json(item),
             });
         }
         for prefix in (page.get("prefixes").and_then(Value::as_array))
@@ -353,66 +380,103 @@ fn unescape(text: &str) -> String {
         .replace("&amp;", "&")
 }
 
-/// The upstream's entries (those past the resume point) and the spooled objects
-/// the page covers, in order, each once.
-fn merge(
-    upstream: Vec<Entry>,
-    truncated: bool,
-    asked: &ListQuery,
-    resume: &Resume,
-    merging: &Merging,
-) -> Vec<Entry> {
-    let last = (upstream.iter())
-        .map(|entry| entry.key().0.to_string())
-        .max();
+/// Which spooled names a page covers: those the client's query admits, past its
+/// resume point, up to the upstream page's last entry when the upstream has more.
+struct Covered<'a> {
+    asked: &'a ListQuery,
+    resume: &'a Resume,
+    /// The upstream page's last key, when it says there is more.
+    upstream_last: Option<&'a str>,
+}
+
+impl Covered<'_> {
+    /// The spooled entries of the page, in order: at most one more key than the
+    /// page holds, each name visited once and each common prefix folded at its
+    /// first name (the walk goes on past it): O((page + skipped) log n), whatever
+    /// the spool holds. Names a glob or an end offset leave out are skipped one by
+    /// one.
+    fn spooled(&self, spooled: &SpooledObjects, spool: &Spool, merging: &Merging) -> Vec<Entry> {
+        let asked = self.asked;
+        let start = [
+            Some(asked.prefix.clone()),
+            self.resume.first(),
+            asked.from.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or_default();
+        let mut entries = Vec::new();
+        let mut keys = 0;
+        spooled.walk(spool, &start, |record| {
+            let name = record.name.as_str();
+            if !name.starts_with(asked.prefix.as_str())
+                || asked.before.as_deref().is_some_and(|before| name >= before)
+                || keys > asked.max
+            {
+                return Walk::Stop;
+            }
+            if !wanted(name, asked, self.resume) {
+                return Walk::Next;
+            }
+            let folded = common_prefix(name, asked);
+            let key = folded.as_deref().unwrap_or(name);
+            // Past the upstream's page: on a later one.
+            if self.upstream_last.is_some_and(|last| key > last) {
+                return Walk::Stop;
+            }
+            keys += 1;
+            let object = || Entry::Object {
+                name: name.to_string(),
+                rendered: rendered(merging, record),
+            };
+            match folded {
+                Some(prefix) => {
+                    if asked.include_trailing_delimiter && prefix == name {
+                        entries.push(object());
+                    }
+                    entries.push(Entry::Prefix(prefix.clone()));
+                    Walk::Past(prefix)
+                }
+                None => {
+                    entries.push(object());
+                    Walk::Next
+                }
+            }
+        });
+        entries
+    }
+}
+
+/// The upstream's entries (those past the resume point) and the spooled ones the
+/// page covers (`spooled`, from [`Covered::spooled`]), in order, each once: a
+/// name both spooled and listed upstream (just delivered) is the upstream's.
+/// O(page log page).
+fn merge(upstream: Vec<Entry>, resume: &Resume, spooled: Vec<Entry>) -> Vec<Entry> {
     let mut entries: Vec<Entry> = (upstream.into_iter())
         .filter(|entry| !resume.skips(entry.key().0))
         .collect();
-    let listed_names: std::collections::BTreeSet<String> = (entries.iter())
-        .map(|entry| entry.key().0.to_string())
+    let upstream_keys: std::collections::BTreeSet<(String, u8)> = (entries.iter())
+        .map(|entry| (entry.key().0.to_string(), entry.key().1))
         .collect();
-    for record in &merging.spooled {
-        let name = record.name.as_str();
-        if !wanted(name, asked, resume) {
-            continue;
-        }
-        let folded = common_prefix(name, asked);
-        let key = folded.as_deref().unwrap_or(name);
-        // Past the upstream's page: on a later one.
-        if truncated && last.as_deref().is_some_and(|last| key > last) {
-            continue;
-        }
-        let object = || Entry::Object {
-            name: name.to_string(),
-            rendered: rendered(merging, record),
+    let listed_names: std::collections::BTreeSet<&str> = (upstream_keys.iter())
+        .map(|(key, _)| key.as_str())
+        .collect();
+    let mut added = Vec::new();
+    for entry in spooled {
+        let (key, kind) = entry.key();
+        let known = match entry {
+            // A prefix the upstream lists, as a prefix or as a name, is there.
+            Entry::Prefix(_) => listed_names.contains(key),
+            Entry::Object { .. } => upstream_keys.contains(&(key.to_string(), kind)),
         };
-        match &folded {
-            Some(prefix) => {
-                if !listed_names.contains(prefix)
-                    && !entries
-                        .iter()
-                        .any(|e| matches!(e, Entry::Prefix(p) if p == prefix))
-                {
-                    entries.push(Entry::Prefix(prefix.clone()));
-                }
-                let folder = asked.include_trailing_delimiter && prefix == name;
-                if folder && !has_object(&entries, name) {
-                    entries.push(object());
-                }
-            }
-            None => {
-                if !has_object(&entries, name) {
-                    entries.push(object());
-                }
-            }
+        if !known {
+            added.push(entry);
         }
     }
+    entries.extend(added);
     entries.sort_by(|a, b| a.key().cmp(&b.key()));
     entries
-}
-
-fn has_object(entries: &[Entry], name: &str) -> bool {
-    (entries.iter()).any(|e| matches!(e, Entry::Object { name: n, .. } if n == name))
 }
 
 /// A spooled object as the page's API lists it: the resource the relay answered

@@ -194,6 +194,9 @@ struct Inner {
     recovery: Mutex<Option<futures::future::Shared<futures::future::BoxFuture<'static, ()>>>>,
     /// Why the upstream's bucket is missing, when a check found it so.
     bucket_missing: Mutex<Option<String>>,
+    /// Upstream list page bytes being merged with the spool, one permit a byte
+    /// (`listing.rs`).
+    merge_budget: tokio::sync::Semaphore,
 }
 
 /// Every reason [`Relay::refusing_uploads`] names, as the metric's label.
@@ -270,6 +273,7 @@ impl Relay {
                 earlier_entries,
                 recovery: Mutex::new(None),
                 bucket_missing: Mutex::new(None),
+                merge_budget: tokio::sync::Semaphore::new(crate::listing::MERGE_BUDGET_BYTES),
             }),
         })
     }
@@ -282,6 +286,11 @@ impl Relay {
     /// The largest object accepted, in bytes (`max_object_bytes`, or its default).
     pub fn max_object_bytes(&self) -> u64 {
         self.inner.max_object_bytes
+    }
+
+    /// What list pages being merged with the spool may hold at once.
+    pub(crate) fn merge_budget(&self) -> &tokio::sync::Semaphore {
+        &self.inner.merge_budget
     }
 
     /// The largest request body read: an object and its multipart metadata.

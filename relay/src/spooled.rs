@@ -25,10 +25,11 @@
 //!   cannot be read is logged and left to the drainer (its object is then 404
 //!   until delivered). Their generation and creation time are the entry's
 //!   creation time: the first answer's are lost with the process.
-//! - Preconditions are not evaluated against a spooled object. Lists show it
-//!   (`listing.rs`, from [`SpooledObjects::still_spooled`]).
+//! - A `DELETE` is evaluated against a spooled object's generation and
+//!   metageneration ([`Found::deleting`]). Lists show it (`listing.rs`, which
+//!   walks the names a page covers with [`SpooledObjects::walk`], O(log n) each).
 //! - At most the spool's `max_files` names are kept: past it, the one spooled first
-//!   is forgotten (the drainer delivers in sequence order).
+//!   is forgotten (the drainer delivers in sequence order), in O(log n).
 //! - Only a relay that passes reads through ([`crate::PassThrough`] on) keeps them.
 //! - A second upload of a name still spooled is answered as the bucket will answer
 //!   it once the first is delivered ([`Found::holds`]): 200 for the same bytes, 412
@@ -55,7 +56,7 @@ const PIECE_BYTES: u64 = 1 << 20;
 /// Objects acknowledged as spooled in this run, by name.
 #[derive(Debug, Default)]
 pub(crate) struct SpooledObjects {
-    by_name: Mutex<BTreeMap<String, Acknowledged>>,
+    table: Mutex<Table>,
     /// The names whose uploads are finishing, each with its turn: held while an
     /// upload is checked against the spooled names and made safe.
     finishing: Mutex<BTreeMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -86,6 +87,67 @@ impl Drop for Finishing<'_> {
 struct Acknowledged {
     seq: u64,
     record: ObjectRecord,
+}
+
+/// The names known, and the same by entry: every change keeps the two the same
+/// (checked in debug builds), so that the oldest is found in O(log n).
+#[derive(Debug, Default)]
+struct Table {
+    by_name: BTreeMap<String, Acknowledged>,
+    by_seq: BTreeMap<u64, String>,
+}
+
+impl Table {
+    fn insert(&mut self, acknowledged: Acknowledged) {
+        let name = acknowledged.record.name.clone();
+        self.by_seq.insert(acknowledged.seq, name.clone());
+        if let Some(replaced) = self.by_name.insert(name, acknowledged) {
+            self.by_seq.remove(&replaced.seq);
+        }
+        self.check();
+    }
+
+    /// Forgets `name` if it is still entry `seq`'s.
+    fn forget(&mut self, name: &str, seq: u64) {
+        if self.by_name.get(name).is_some_and(|now| now.seq == seq) {
+            self.by_name.remove(name);
+            self.by_seq.remove(&seq);
+        }
+        self.check();
+    }
+
+    /// Forgets the name spooled first: the drainer delivers in sequence order, so
+    /// it is the likeliest to be gone.
+    fn forget_oldest(&mut self) {
+        if let Some((seq, name)) = self.by_seq.pop_first() {
+            self.by_name.remove(&name);
+            debug_assert!(seq < u64::MAX);
+        }
+        self.check();
+    }
+
+    fn clear(&mut self) {
+        self.by_name.clear();
+        self.by_seq.clear();
+    }
+
+    fn check(&self) {
+        debug_assert_eq!(
+            self.by_name.len(),
+            self.by_seq.len(),
+            "the two indexes differ"
+        );
+    }
+}
+
+/// What [`SpooledObjects::walk`] does after a name.
+pub(crate) enum Walk {
+    /// Go on with the next name.
+    Next,
+    /// Go on with the first name that does not start with this prefix.
+    Past(String),
+    /// Stop.
+    Stop,
 }
 
 /// A spooled object found: its record, and where its bytes are.
@@ -121,23 +183,24 @@ impl SpooledObjects {
             .len()
     }
 
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Remembers that `record` was answered `spooled` as entry `seq`.
     pub(crate) fn acknowledged(&self, spool: &Spool, record: &ObjectRecord, seq: u64) {
-        let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
-        if by_name.len() as u64 >= spool.config().max_files {
-            forget_oldest(&mut by_name);
+        let mut table = self.table();
+        if table.by_name.len() as u64 >= spool.config().max_files {
+            table.forget_oldest();
         }
         let record = record.clone();
-        by_name.insert(record.name.clone(), Acknowledged { seq, record });
+        table.insert(Acknowledged { seq, record });
     }
 
     /// The spooled object `name`, if the relay acknowledged it and its entry is
     /// still in the spool.
     pub(crate) fn find(&self, spool: &Spool, name: &str) -> Option<Found> {
-        let known = {
-            let by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
-            by_name.get(name)?.clone()
-        };
+        let known = self.table().by_name.get(name)?.clone();
         let found = spool.entry_file(known.seq).and_then(|(entry, bytes)| {
             let offset = bytes.checked_sub(known.record.size)?;
             Some(Found {
@@ -147,42 +210,62 @@ impl SpooledObjects {
             })
         });
         if found.is_none() {
-            let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
-            if by_name.get(name).is_some_and(|now| now.seq == known.seq) {
-                by_name.remove(name);
-            }
+            self.table().forget(name, known.seq);
         }
         found
     }
-}
 
-impl SpooledObjects {
-    /// Every object acknowledged as spooled whose entry is still in `entries/`,
-    /// with its entry's sequence number, in name order; the others are forgotten.
-    pub(crate) fn still_spooled(&self, spool: &Spool) -> Vec<(ObjectRecord, u64)> {
-        let known = self.known();
-        if known.is_empty() {
-            return Vec::new();
+    /// Whether any object may still be spooled: none is known, or the spool holds
+    /// no entry (then every name known is forgotten at once). O(log n).
+    pub(crate) fn any(&self, spool: &Spool) -> bool {
+        let mut table = self.table();
+        if !table.by_name.is_empty() && spool.stats().files == 0 {
+            table.clear();
         }
-        let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
-        let mut still = Vec::with_capacity(known.len());
-        for (name, known) in known {
-            if spool.entry_file(known.seq).is_some() {
-                still.push((known.record, known.seq));
-            } else if by_name.get(&name).is_some_and(|now| now.seq == known.seq) {
-                by_name.remove(&name);
-            }
-        }
-        still
+        !table.by_name.is_empty()
     }
 
-    fn known(&self) -> Vec<(String, Acknowledged)> {
-        let by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
-        let mut known = Vec::with_capacity(by_name.len());
-        for (name, acknowledged) in by_name.iter() {
-            known.push((name.clone(), acknowledged.clone()));
+    /// Visits the objects still spooled in name order from `from` (inclusive),
+    /// each with its record, as `visit` directs: the next name, the first name past
+    /// a prefix, or stop. Names whose entries have left the spool are skipped and
+    /// forgotten. O(log n) per name visited and per prefix skipped; the table is
+    /// locked meanwhile (no await).
+    pub(crate) fn walk(
+        &self,
+        spool: &Spool,
+        from: &str,
+        mut visit: impl FnMut(&ObjectRecord) -> Walk,
+    ) {
+        use std::ops::Bound;
+        let mut table = self.table();
+        let mut gone = Vec::new();
+        let mut start = Bound::Included(from.to_string());
+        'walking: loop {
+            let range = table
+                .by_name
+                .range::<String, _>((start.clone(), Bound::Unbounded));
+            for (name, known) in range {
+                if spool.entry_file(known.seq).is_none() {
+                    gone.push((name.clone(), known.seq));
+                    continue;
+                }
+                match visit(&known.record) {
+                    Walk::Next => {}
+                    Walk::Stop => break 'walking,
+                    Walk::Past(prefix) => {
+                        start = match crate::listing::successor(&prefix) {
+                            Some(next) => Bound::Included(next),
+                            None => Bound::Excluded(name.clone()),
+                        };
+                        continue 'walking;
+                    }
+                }
+            }
+            break;
         }
-        known
+        for (name, seq) in gone {
+            table.forget(&name, seq);
+        }
     }
 }
 
@@ -217,15 +300,11 @@ impl SpooledObjects {
     }
 
     fn seq_of(&self, name: &str) -> Option<u64> {
-        let by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
-        by_name.get(name).map(|known| known.seq)
+        self.table().by_name.get(name).map(|known| known.seq)
     }
 
     fn forget(&self, name: &str, seq: u64) {
-        let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
-        if by_name.get(name).is_some_and(|now| now.seq == seq) {
-            by_name.remove(name);
-        }
+        self.table().forget(name, seq);
     }
 }
 
@@ -249,14 +328,12 @@ impl SpooledObjects {
                     continue;
                 }
             };
-            let mut by_name = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
-            if by_name.len() as u64 >= spool.config().max_files {
+            let mut table = self.table();
+            if table.by_name.len() as u64 >= spool.config().max_files {
                 break;
             }
-            if let std::collections::btree_map::Entry::Vacant(vacant) =
-                by_name.entry(record.name.clone())
-            {
-                vacant.insert(Acknowledged { seq, record });
+            if !table.by_name.contains_key(&record.name) {
+                table.insert(Acknowledged { seq, record });
                 learned += 1;
             }
         }
@@ -336,17 +413,6 @@ pub(crate) enum TakenBack {
     Delivering,
     /// The entry could not be removed; it stays in the spool.
     Failed(std::io::Error),
-}
-
-/// Forgets the name spooled first: the drainer delivers in sequence order, so it
-/// is the likeliest to be gone.
-fn forget_oldest(by_name: &mut BTreeMap<String, Acknowledged>) {
-    let oldest = (by_name.iter())
-        .min_by_key(|(_, known)| known.seq)
-        .map(|(name, _)| name.clone());
-    if let Some(oldest) = oldest {
-        by_name.remove(&oldest);
-    }
 }
 
 /// Which object a `DELETE` of a spooled name is about.
