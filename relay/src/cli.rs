@@ -311,6 +311,7 @@ async fn run_until(
         predecessor.tell("ready");
     }
     let bucket_check = tokio::spawn(check_bucket(relay.clone()));
+    relay.begin_learning();
     let (told, ended) = tokio::sync::oneshot::channel();
     let shutdown = async {
         let ended = match signals.until_stop_or_handed_over(&socket).await {

@@ -234,6 +234,7 @@ async fn pass_on(
             Some(found) => found.deleting(forward.query, forward.headers),
             None => Ok(Deleting::Spooled),
         };
+        let copies = relay.spooled_objects().await.copies(name);
         let taken_back = match deleting {
             Ok(Deleting::Spooled) => take_back(relay, name).await,
             Ok(Deleting::OtherGeneration) => TakenBack::NotSpooled,
@@ -242,27 +243,13 @@ async fn pass_on(
         match taken_back {
             TakenBack::NotSpooled => {}
             TakenBack::Removed => {
-                // The spooled copy is gone for good, and never lands from the
-                // spool. The upstream may hold a copy too (a delivery attempt, or
-                // the upload's own first try, that landed with its answer lost), so
-                // the DELETE goes upstream as well, and only its success or 404
-                // says the object is gone: 204. Any other answer, a failure (the
-                // outage that spooled it: a 503 with its Retry-After) included, is
-                // the client's, whose retry of the DELETE settles it.
-                let gone = |status: u16| (200..300).contains(&status) || status == 404;
-                let removed = || Reply::new(204).header(OUTCOME_HEADER, "removed");
-                return match relay.config().pass_through.serve(forward).await {
-                    Ok(answer) if gone(answer.status().as_u16()) => {
-                        logged.reply(SPOOLED, removed())
+                let removed = removed_upstream(relay, forward, name, copies).await;
+                return match removed {
+                    Ok(()) => {
+                        logged.reply(SPOOLED, Reply::new(204).header(OUTCOME_HEADER, "removed"))
                     }
-                    Ok(answer) => logged.streamed(SPOOLED, answer),
-                    Err(failed) => {
-                        let refused = failed.rejection().reply(api);
-                        match gone(refused.status) {
-                            true => logged.reply(SPOOLED, removed()),
-                            false => logged.reply(SPOOLED, refused),
-                        }
-                    }
+                    Err(Refused::Upstream(answer)) => logged.streamed(SPOOLED, answer),
+                    Err(Refused::Relay(refused)) => logged.reply(SPOOLED, refused.reply(api)),
                 };
             }
             TakenBack::Failed(e) => {
@@ -313,14 +300,74 @@ async fn pass_on(
     }
 }
 
-/// Takes `name` back out of the spool; while a drainer holds it (delivering it,
-/// or retrying during an outage), withdraws it and waits at most 5 s for the
-/// drainer to let it go: removed, or delivered by an attempt already under way
-/// (either way [`TakenBack::Removed`]: the caller deletes the upstream's copy
-/// too); then 503 (retry).
+/// Why the upstream half of a `DELETE` of a spooled name is not done: the
+/// upstream's own answer, or the relay's.
+enum Refused {
+    Upstream(Response<ResponseBody>),
+    Relay(Rejection),
+}
+
+/// The upstream half of a `DELETE` whose spooled entries are taken back (gone for
+/// good: they never land from the spool). The upstream may hold a copy too (a
+/// delivery attempt, or the upload's own first try, that landed with its answer
+/// lost), so the `DELETE` goes upstream as well: its success or 404 says the
+/// object is gone. When the upstream fails (the outage that spooled the object: a
+/// 5xx, a 429, no answer), the relay owes it the delete (durable, settled in the
+/// background, deleting only a copy of the entries taken back:
+/// `spooled/deletes.rs`) and the client is told it is gone all the same; its retry
+/// must not be told 503 for the whole outage. Any other answer is the client's.
+async fn removed_upstream(
+    relay: &Relay,
+    forward: Forward<'_>,
+    name: &str,
+    copies: Vec<crate::spooled::Copy>,
+) -> Result<(), Refused> {
+    let gone = |status: u16| (200..300).contains(&status) || status == 404;
+    let failing = |status: u16| status >= 500 || status == 429;
+    let status = match relay.config().pass_through.serve(forward).await {
+        Ok(answer) if gone(answer.status().as_u16()) => return Ok(()),
+        Ok(answer) if !failing(answer.status().as_u16()) => {
+            return Err(Refused::Upstream(answer));
+        }
+        Ok(answer) => answer.status().as_u16(),
+        Err(failed) => {
+            let refused = failed.rejection();
+            let status = refused.http_status();
+            match (gone(status), failing(status) && status != 501) {
+                (true, _) => return Ok(()),
+                (false, false) => return Err(Refused::Relay(refused)),
+                (false, true) => status,
+            }
+        }
+    };
+    match relay.owe_delete(name, copies).await {
+        Ok(()) => {
+            tracing::info!(
+                target: "spool_relay",
+                name,
+                upstream_status = status,
+                "a DELETE took a spooled object back while the upstream failed: the delete \
+                 is owed to the upstream and settled when it answers"
+            );
+            Ok(())
+        }
+        Err(e) => Err(Refused::Relay(Rejection::status(
+            503,
+            format!(
+                "the spooled object is taken back, but the delete owed to the upstream could not be kept: {e}"
+            ),
+        ))),
+    }
+}
+
+/// Takes every entry of `name` back out of the spool; while a drainer holds one
+/// (delivering it, or retrying during an outage), withdraws it and waits at most
+/// 5 s for the drainer to let it go: removed, or delivered by an attempt already
+/// under way (either way [`TakenBack::Removed`]: the caller deletes the upstream's
+/// copy too); then 503 (retry).
 async fn take_back(relay: &Relay, name: &str) -> TakenBack {
     let spooled = relay.spooled_objects().await;
-    let mut withdrawn = false;
+    let (mut withdrawn, mut removed) = (false, false);
     for _ in 0..100 {
         match spooled.take_back(relay.spool(), name).await {
             TakenBack::Withdrawn => {
@@ -330,6 +377,9 @@ async fn take_back(relay: &Relay, name: &str) -> TakenBack {
             TakenBack::Delivering => {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
+            // The name may have more entries (spooled again after a restart): every
+            // one is taken back.
+            TakenBack::Removed => removed = true,
             // Gone from the index (removed, or delivered by an attempt under way);
             // durable before the answer: after a power loss it must not come back.
             TakenBack::NotSpooled if withdrawn => {
@@ -338,6 +388,7 @@ async fn take_back(relay: &Relay, name: &str) -> TakenBack {
                     Err(e) => TakenBack::Failed(e),
                 };
             }
+            TakenBack::NotSpooled if removed => return TakenBack::Removed,
             done => return done,
         }
     }

@@ -228,10 +228,10 @@ impl Prepared {
             }
         }
         let body = bytes::Bytes::from(read);
-        Ok(self.page(parts, body, spooled, spool))
+        Ok(self.page(parts, body, spooled, spool).await)
     }
 
-    fn page(
+    async fn page(
         self,
         parts: http::response::Parts,
         body: bytes::Bytes,
@@ -252,7 +252,7 @@ impl Prepared {
             resume: &self.resume,
             upstream_last: page.truncated.then_some(last.as_deref()).flatten(),
         };
-        let spooled_page = covered.spooled(spooled, spool, &self.merging);
+        let spooled_page = covered.spooled(spooled, spool, &self.merging).await;
         let entries = merge(page.entries, &self.resume, spooled_page);
         let (taken, token) = cut(entries, page.truncated, last, self.asked.max);
         let reply = render(api, &self.merging, &self.asked, &taken, token);
@@ -395,7 +395,12 @@ impl Covered<'_> {
     /// first name (the walk goes on past it): O((page + skipped) log n), whatever
     /// the spool holds. Names a glob or an end offset leave out are skipped one by
     /// one.
-    fn spooled(&self, spooled: &SpooledObjects, spool: &Spool, merging: &Merging) -> Vec<Entry> {
+    async fn spooled(
+        &self,
+        spooled: &SpooledObjects,
+        spool: &Spool,
+        merging: &Merging,
+    ) -> Vec<Entry> {
         let asked = self.asked;
         let start = [
             Some(asked.prefix.clone()),
@@ -406,10 +411,10 @@ impl Covered<'_> {
         .flatten()
         .max()
         .unwrap_or_default();
-        let mut entries = Vec::new();
+        let mut found = Vec::new();
         let mut keys = 0;
-        spooled.walk(spool, &start, |record| {
-            let name = record.name.as_str();
+        spooled.walk(spool, &start, |visited| {
+            let name = visited.record.name.as_str();
             if !name.starts_with(asked.prefix.as_str())
                 || asked.before.as_deref().is_some_and(|before| name >= before)
                 || keys > asked.max
@@ -426,26 +431,60 @@ impl Covered<'_> {
                 return Walk::Stop;
             }
             keys += 1;
-            let object = || Entry::Object {
-                name: name.to_string(),
-                rendered: rendered(merging, record),
+            let object = || Found::Object {
+                record: visited.record.clone(),
+                seq: visited.seq,
+                digested: visited.digested,
             };
             match folded {
                 Some(prefix) => {
                     if asked.include_trailing_delimiter && prefix == name {
-                        entries.push(object());
+                        found.push(object());
                     }
-                    entries.push(Entry::Prefix(prefix.clone()));
+                    found.push(Found::Prefix(prefix.clone()));
                     Walk::Past(prefix)
                 }
                 None => {
-                    entries.push(object());
+                    found.push(object());
                     Walk::Next
                 }
             }
         });
+        let mut entries = Vec::with_capacity(found.len());
+        for found in found {
+            match found {
+                Found::Prefix(prefix) => entries.push(Entry::Prefix(prefix)),
+                Found::Object {
+                    mut record,
+                    seq,
+                    digested,
+                } => {
+                    // An earlier run's entry whose MD5 is not read yet: read now
+                    // (one page's worth at most); gone meanwhile, it is left out.
+                    if !digested {
+                        let Some(md5) = spooled.digest(spool, seq).await else {
+                            continue;
+                        };
+                        record.md5 = md5;
+                    }
+                    let rendered = rendered(merging, &record);
+                    let name = record.name;
+                    entries.push(Entry::Object { name, rendered });
+                }
+            }
+        }
         entries
     }
+}
+
+/// What a walk of the spooled names found for a page, before rendering.
+enum Found {
+    Prefix(String),
+    Object {
+        record: ObjectRecord,
+        seq: u64,
+        digested: bool,
+    },
 }
 
 /// The upstream's entries (those past the resume point) and the spooled ones the

@@ -19,7 +19,7 @@ use crate::answer;
 use crate::metrics::RelayMetrics;
 use crate::passthrough::PassThrough;
 use crate::sessions::{Limits, SessionStore};
-use crate::spooled::{Found, SpooledObjects};
+use crate::spooled::{Copy, Found, PendingDeletes, SpooledObjects};
 
 /// Room for a multipart body's metadata part and boundaries beside its media:
 /// a request body may be this much larger than the largest object. As much as
@@ -197,6 +197,8 @@ struct Inner {
     /// Upstream list page bytes being merged with the spool, one permit a byte
     /// (`listing.rs`).
     merge_budget: tokio::sync::Semaphore,
+    /// Deletes of spooled names owed to the upstream (`spooled/deletes.rs`).
+    deletes: Arc<PendingDeletes>,
 }
 
 /// Every reason [`Relay::refusing_uploads`] names, as the metric's label.
@@ -216,6 +218,19 @@ pub struct Refusing {
     pub reason: &'static str,
     /// What an operator reads, with the numbers and the flag to change.
     pub message: String,
+}
+
+/// A [`Relay`] that a background task (an owed delete's retries, reading an
+/// earlier run's MD5s) holds without keeping it (and its spool's lock) alive once
+/// every other handle is dropped.
+#[derive(Clone)]
+pub(crate) struct WeakRelay(std::sync::Weak<Inner>);
+
+impl WeakRelay {
+    /// The relay, while any other handle on it lives.
+    pub(crate) fn upgrade(&self) -> Option<Relay> {
+        self.0.upgrade().map(|inner| Relay { inner })
+    }
 }
 
 impl std::fmt::Debug for Relay {
@@ -274,8 +289,14 @@ impl Relay {
                 recovery: Mutex::new(None),
                 bucket_missing: Mutex::new(None),
                 merge_budget: tokio::sync::Semaphore::new(crate::listing::MERGE_BUDGET_BYTES),
+                deletes: Arc::default(),
             }),
         })
+    }
+
+    /// A handle that does not keep the relay alive.
+    pub(crate) fn downgrade(&self) -> WeakRelay {
+        WeakRelay(Arc::downgrade(&self.inner))
     }
 
     /// The configuration.
@@ -317,8 +338,13 @@ impl Relay {
     }
 
     /// Remembers an upload answered `spooled`, for reads through the relay until it
-    /// is delivered (only when reads pass through).
-    pub(crate) fn acknowledged(&self, record: &ObjectRecord, outcome: spool::Outcome) {
+    /// is delivered (only when reads pass through); cancels a delete of its name
+    /// still owed to the upstream (what is written after a `DELETE` is never
+    /// deleted by it). Called in the name's turn (`SpooledObjects::finishing`).
+    pub(crate) async fn acknowledged(&self, record: &ObjectRecord, outcome: spool::Outcome) {
+        if self.inner.deletes.len() > 0 {
+            self.inner.deletes.cancel(self.spool(), &record.name).await;
+        }
         if let spool::Outcome::Spooled { seq } = outcome
             && self.config().pass_through.is_on()
         {
@@ -326,10 +352,21 @@ impl Relay {
         }
     }
 
+    /// Owes the upstream the delete of `name`'s `copies` (a `DELETE` that took a
+    /// spooled object back while the upstream failed): durable when `Ok`, then
+    /// settled in the background.
+    pub(crate) async fn owe_delete(&self, name: &str, copies: Vec<Copy>) -> std::io::Result<()> {
+        self.inner.deletes.owe(self.spool(), name, copies).await?;
+        self.inner.deletes.settle_in_background(self);
+        Ok(())
+    }
+
     /// The object `name`, when this relay (or an earlier run on its spool)
     /// answered it `spooled` and the spool still holds it.
     pub(crate) async fn spooled(&self, name: &str) -> Option<Found> {
-        self.spooled_objects().await.find(self.spool(), name)
+        let objects = self.spooled_objects().await;
+        let found = objects.find(self.spool(), name)?;
+        objects.digested(self.spool(), found).await
     }
 
     /// The objects answered `spooled` known now, without waiting for an earlier
@@ -343,10 +380,15 @@ impl Relay {
     /// that the spool still holds. The first call learns the earlier run's from
     /// their entries; calls meanwhile wait for it.
     pub(crate) async fn spooled_objects(&self) -> &SpooledObjects {
-        if !self.inner.earlier_entries.is_empty() {
-            self.recovery().await;
-        }
+        self.recovery().await;
         &self.inner.spooled
+    }
+
+    /// Starts learning what an earlier run on this spool left (the objects it
+    /// spooled, the deletes it owes the upstream) now, in a task of its own, rather
+    /// than at the first read, list or delete: the command does at start.
+    pub fn begin_learning(&self) {
+        drop(self.recovery());
     }
 
     /// The one learning of the earlier run's objects, started at the first call.
@@ -364,11 +406,35 @@ impl Relay {
                 let learned = (inner.spooled)
                     .recover(relay.spool(), &inner.earlier_entries)
                     .await;
+                let owed = inner.deletes.load(relay.spool()).await;
+                if owed > 0 {
+                    tracing::info!(target: "spool_relay", owed, "deletes an earlier run owed the upstream are settled next");
+                    inner.deletes.settle_in_background(&relay);
+                }
                 tracing::info!(
+                    target: "spool_relay",
                     learned,
                     entries = inner.earlier_entries.len(),
-                    "objects spooled by an earlier run are visible through the relay"
+                    "objects spooled by an earlier run are visible through the relay (their \
+                     headers read; their MD5s are read next)"
                 );
+                // Their MD5s, in the background (a request that needs one first
+                // reads it itself), for as long as the relay lives.
+                let digesting = relay.downgrade();
+                tokio::spawn(async move {
+                    let mut read = 0;
+                    while let Some(relay) = digesting.upgrade() {
+                        match (relay.inner.spooled).digest_next(relay.spool()).await {
+                            Some(()) => read += 1,
+                            None => break,
+                        }
+                    }
+                    tracing::info!(
+                        target: "spool_relay",
+                        read,
+                        "the MD5s of the objects spooled by an earlier run are read"
+                    );
+                });
             });
             async move {
                 let _ = learning.await;

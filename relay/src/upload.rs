@@ -119,7 +119,11 @@ impl Relay {
         // held up by a read of the whole backlog after a restart.
         let known = self.spooled_so_far();
         let _turn = known.finishing(&upload.name).await;
-        if let Some(spooled) = known.find(self.spool(), &upload.name) {
+        let found = match known.find(self.spool(), &upload.name) {
+            Some(found) => known.digested(self.spool(), found).await,
+            None => None,
+        };
+        if let Some(spooled) = found {
             if let Sink::Staged(staged) = sink {
                 staged.discard().await;
             }
@@ -144,7 +148,7 @@ impl Relay {
         Ok(match result {
             Ok(outcome) => {
                 let record = self.record(&upload, size, digests);
-                self.acknowledged(&record, outcome);
+                self.acknowledged(&record, outcome).await;
                 answer::uploaded(upload.api, base, &upload.bucket, &record, outcome)
             }
             Err(error) => self.refused(upload.api, error),

@@ -116,19 +116,80 @@ impl HttpUpstream {
             self.endpoint,
             fake_gcs::wire::encode_component(bucket)
         );
-        let mut request = self.client.get(url);
-        if let Some(token) = self.bearer().await.map_err(|e| e.to_string())? {
-            request = request.bearer_auth(token);
-        }
-        let answer = request
-            .send()
-            .await
-            .map_err(|e| self.unreachable(e).to_string())?;
+        let answer = self.send(self.client.get(url)).await?;
         match answer.status().as_u16() {
             200 => Ok(true),
             404 => Ok(false),
             status => Err(format!("the upstream answered {status}")),
         }
+    }
+
+    /// The live object `name` of `bucket` (its JSON resource): size, crc32c and
+    /// generation; `None` on 404.
+    pub(super) async fn live_object(
+        &self,
+        bucket: &str,
+        name: &str,
+    ) -> Result<Option<super::LiveObject>, String> {
+        let answer = self
+            .send(self.client.get(self.object_url(bucket, name)))
+            .await?;
+        match answer.status().as_u16() {
+            404 => return Ok(None),
+            200 => {}
+            status => return Err(format!("the upstream answered {status}")),
+        }
+        let body = answer
+            .bytes()
+            .await
+            .map_err(|e| self.unreachable(e).to_string())?;
+        let resource: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|e| format!("its resource is not JSON: {e}"))?;
+        let text = |field: &str| resource.get(field)?.as_str().map(str::to_string);
+        let size = text("size").and_then(|size| size.parse::<u64>().ok());
+        Ok(Some(super::LiveObject {
+            size: size.ok_or("the upstream's resource has no size")?,
+            crc32c: text("crc32c"),
+            generation: text("generation").and_then(|g| g.parse().ok()),
+        }))
+    }
+
+    /// Deletes `name` of `bucket` if its live generation is still `generation`.
+    pub(super) async fn delete_live(
+        &self,
+        bucket: &str,
+        name: &str,
+        generation: Option<i64>,
+    ) -> Result<(), String> {
+        let mut url = self.object_url(bucket, name);
+        if let Some(generation) = generation {
+            url.push_str(&format!("?ifGenerationMatch={generation}"));
+        }
+        let answer = self.send(self.client.delete(url)).await?;
+        match answer.status().as_u16() {
+            200..=299 | 404 | 412 => Ok(()),
+            status => Err(format!("the upstream answered {status}")),
+        }
+    }
+
+    /// The JSON API URL of object `name` of `bucket`.
+    fn object_url(&self, bucket: &str, name: &str) -> String {
+        use fake_gcs::wire::encode_component;
+        format!(
+            "{}/storage/v1/b/{}/o/{}",
+            self.endpoint,
+            encode_component(bucket),
+            encode_component(name)
+        )
+    }
+
+    /// Sends `request` with the relay's credentials.
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, String> {
+        let mut request = request;
+        if let Some(token) = self.bearer().await.map_err(|e| e.to_string())? {
+            request = request.bearer_auth(token);
+        }
+        (request.send().await).map_err(|e| self.unreachable(e).to_string())
     }
 
     /// A small JSON answer with the upstream's own links (`selfLink`, `mediaLink`)

@@ -181,6 +181,16 @@ impl PartialEq for PassThrough {
 
 impl Eq for PassThrough {}
 
+/// An object upstream, as [`PassThrough::live_object`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LiveObject {
+    pub(crate) size: u64,
+    /// Its crc32c (base64, as the JSON API gives it), when the upstream keeps one.
+    pub(crate) crc32c: Option<String>,
+    /// Its generation, when the upstream has generations.
+    pub(crate) generation: Option<i64>,
+}
+
 /// A [`PassThrough`] that could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum PassThroughError {
@@ -322,6 +332,59 @@ impl PassThrough {
             #[cfg(feature = "http-upstream")]
             Way::Http(upstream) => upstream.bucket_exists(bucket).await,
             Way::Store(_) | Way::Off | Way::Unavailable(_) => Ok(true),
+        }
+    }
+
+    /// The live object `name` of `bucket` upstream, as a pending delete checks it
+    /// (`spooled/deletes.rs`): its size, crc32c (none from a store, which keeps no
+    /// checksum) and generation; `None` when there is none; `Err` when the upstream
+    /// cannot be asked now.
+    pub(crate) async fn live_object(
+        &self,
+        bucket: &str,
+        name: &str,
+    ) -> Result<Option<LiveObject>, String> {
+        match &self.way {
+            #[cfg(feature = "http-upstream")]
+            Way::Http(upstream) => upstream.live_object(bucket, name).await,
+            Way::Store(store) => {
+                use object_store::ObjectStoreExt as _;
+                let path = object_store::path::Path::from(name);
+                match store.head(&path).await {
+                    Ok(meta) => Ok(Some(LiveObject {
+                        size: meta.size,
+                        crc32c: None,
+                        generation: None,
+                    })),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            Way::Off | Way::Unavailable(_) => Err("nothing passes through".into()),
+        }
+    }
+
+    /// Deletes generation `generation` of `name` in `bucket` upstream (any
+    /// generation when `None`: a store has none); `Ok` when it is gone or was
+    /// replaced meanwhile (404, 412), `Err` when the upstream cannot say now.
+    pub(crate) async fn delete_live(
+        &self,
+        bucket: &str,
+        name: &str,
+        generation: Option<i64>,
+    ) -> Result<(), String> {
+        match &self.way {
+            #[cfg(feature = "http-upstream")]
+            Way::Http(upstream) => upstream.delete_live(bucket, name, generation).await,
+            Way::Store(store) => {
+                use object_store::ObjectStoreExt as _;
+                let path = object_store::path::Path::from(name);
+                match store.delete(&path).await {
+                    Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            Way::Off | Way::Unavailable(_) => Err("nothing passes through".into()),
         }
     }
 

@@ -15,16 +15,19 @@
 //!   drainer removes while it is read ends the answer early (the client's retry
 //!   reads it from the upstream).
 //! - Objects spooled by an earlier run on the same directory (before a crash, a
-//!   power loss, a restart) are known too: their entries are read once
-//!   ([`SpooledObjects::recover`]: each header for the name and attributes, the
-//!   payload for its MD5, 1 MiB at a time) before the first read, list or delete
-//!   that asks the table is answered, so a reader sees them as this run's own.
-//!   Uploads never wait for that: until it is done, a second upload of a name an
-//!   earlier run spooled is written as usual (and, with other bytes, whichever
-//!   copy reaches the bucket second is set aside as a conflict). An entry that
-//!   cannot be read is logged and left to the drainer (its object is then 404
-//!   until delivered). Their generation and creation time are the entry's
-//!   creation time: the first answer's are lost with the process.
+//!   power loss, a restart) are known too, learned in two steps (`recover.rs`):
+//!   each entry's header (one read of a few KiB: name, size, crc32c, attributes)
+//!   before the first read, list or delete that asks the table is answered, so a
+//!   reader sees them as this run's own without a whole read of the backlog first;
+//!   then each payload's MD5, in the background, or first by the request that
+//!   needs it ([`SpooledObjects::digested`]). Uploads never wait for either: until
+//!   the headers are read, a second upload of a name an earlier run spooled is
+//!   written as usual, and the table then holds both entries (a read sees the
+//!   newest, a `DELETE` takes both back; with other bytes, whichever copy reaches
+//!   the bucket second is set aside as a conflict). An entry that cannot be read is
+//!   logged and left to the drainer (its object is then 404 until delivered).
+//!   Their generation and creation time are the entry's creation time: the first
+//!   answer's are lost with the process.
 //! - A `DELETE` is evaluated against a spooled object's generation and
 //!   metageneration ([`Found::deleting`]). Lists show it (`listing.rs`, which
 //!   walks the names a page covers with [`SpooledObjects::walk`], O(log n) each).
@@ -36,22 +39,25 @@
 //!   for others; it is never written itself. Uploads of one name finish one at a
 //!   time ([`SpooledObjects::finishing`]), so two that race both see the first.
 
+mod deletes;
+mod recover;
+mod table;
+
+pub(crate) use deletes::{Copy, PendingDeletes};
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use fake_gcs::wire::{
-    Api, DEFAULT_CONTENT_TYPE, Digests, Hashing, ObjectRecord, Reply, header, resolve_range,
-};
+use fake_gcs::wire::{Api, Digests, ObjectRecord, Reply, header, resolve_range};
 use http_body_util::BodyExt as _;
 use spool::Spool;
 
+use self::recover::PIECE_BYTES;
+use self::table::{Acknowledged, Table};
 use crate::answer::{OUTCOME_HEADER, OUTCOME_SPOOLED};
 use crate::passthrough::{BoxError, ResponseBody, whole};
-
-/// The most a piece of a spooled object's bytes read at once.
-const PIECE_BYTES: u64 = 1 << 20;
 
 /// Objects acknowledged as spooled in this run, by name.
 #[derive(Debug, Default)]
@@ -83,63 +89,6 @@ impl Drop for Finishing<'_> {
     }
 }
 
-#[derive(Debug, Clone)]
-struct Acknowledged {
-    seq: u64,
-    record: ObjectRecord,
-}
-
-/// The names known, and the same by entry: every change keeps the two the same
-/// (checked in debug builds), so that the oldest is found in O(log n).
-#[derive(Debug, Default)]
-struct Table {
-    by_name: BTreeMap<String, Acknowledged>,
-    by_seq: BTreeMap<u64, String>,
-}
-
-impl Table {
-    fn insert(&mut self, acknowledged: Acknowledged) {
-        let name = acknowledged.record.name.clone();
-        self.by_seq.insert(acknowledged.seq, name.clone());
-        if let Some(replaced) = self.by_name.insert(name, acknowledged) {
-            self.by_seq.remove(&replaced.seq);
-        }
-        self.check();
-    }
-
-    /// Forgets `name` if it is still entry `seq`'s.
-    fn forget(&mut self, name: &str, seq: u64) {
-        if self.by_name.get(name).is_some_and(|now| now.seq == seq) {
-            self.by_name.remove(name);
-            self.by_seq.remove(&seq);
-        }
-        self.check();
-    }
-
-    /// Forgets the name spooled first: the drainer delivers in sequence order, so
-    /// it is the likeliest to be gone.
-    fn forget_oldest(&mut self) {
-        if let Some((seq, name)) = self.by_seq.pop_first() {
-            self.by_name.remove(&name);
-            debug_assert!(seq < u64::MAX);
-        }
-        self.check();
-    }
-
-    fn clear(&mut self) {
-        self.by_name.clear();
-        self.by_seq.clear();
-    }
-
-    fn check(&self) {
-        debug_assert_eq!(
-            self.by_name.len(),
-            self.by_seq.len(),
-            "the two indexes differ"
-        );
-    }
-}
-
 /// What [`SpooledObjects::walk`] does after a name.
 pub(crate) enum Walk {
     /// Go on with the next name.
@@ -153,9 +102,20 @@ pub(crate) enum Walk {
 /// A spooled object found: its record, and where its bytes are.
 pub(crate) struct Found {
     record: ObjectRecord,
+    seq: u64,
+    /// Whether `record.md5` is known ([`SpooledObjects::digested`] reads it).
+    digested: bool,
     entry: PathBuf,
     /// Where the payload starts in the entry file.
     offset: u64,
+}
+
+/// An object a walk visits: the newest entry of its name.
+pub(crate) struct Visited<'a> {
+    pub(crate) record: &'a ObjectRecord,
+    pub(crate) seq: u64,
+    /// Whether `record.md5` is known; [`SpooledObjects::digest`] reads it.
+    pub(crate) digested: bool,
 }
 
 impl SpooledObjects {
@@ -190,39 +150,106 @@ impl SpooledObjects {
     /// Remembers that `record` was answered `spooled` as entry `seq`.
     pub(crate) fn acknowledged(&self, spool: &Spool, record: &ObjectRecord, seq: u64) {
         let mut table = self.table();
-        if table.by_name.len() as u64 >= spool.config().max_files {
+        if table.len() as u64 >= spool.config().max_files {
             table.forget_oldest();
         }
         let record = record.clone();
-        table.insert(Acknowledged { seq, record });
+        let digested = true;
+        table.insert(Acknowledged {
+            seq,
+            record,
+            digested,
+        });
     }
 
-    /// The spooled object `name`, if the relay acknowledged it and its entry is
-    /// still in the spool.
+    /// The spooled object `name` (its newest entry), if the relay acknowledged it
+    /// and its entry is still in the spool. Its MD5 may not be known yet
+    /// ([`SpooledObjects::digested`]).
     pub(crate) fn find(&self, spool: &Spool, name: &str) -> Option<Found> {
-        let known = self.table().by_name.get(name)?.clone();
-        let found = spool.entry_file(known.seq).and_then(|(entry, bytes)| {
-            let offset = bytes.checked_sub(known.record.size)?;
-            Some(Found {
-                record: known.record.clone(),
-                entry,
-                offset,
-            })
-        });
-        if found.is_none() {
-            self.table().forget(name, known.seq);
+        loop {
+            let known = self.table().newest(name)?.clone();
+            let found = spool.entry_file(known.seq).and_then(|(entry, bytes)| {
+                let offset = bytes.checked_sub(known.record.size)?;
+                Some(Found {
+                    record: known.record.clone(),
+                    seq: known.seq,
+                    digested: known.digested,
+                    entry,
+                    offset,
+                })
+            });
+            match found {
+                Some(found) => return Some(found),
+                // Delivered or set aside: an older entry of the name may remain.
+                None => self.table().forget(known.seq),
+            }
         }
-        found
+    }
+
+    /// `found` with its MD5, read from its entry when it is not known yet (an
+    /// earlier run's entry); `None` when the entry is gone or cannot be read
+    /// (logged: the object is then not served from the spool).
+    pub(crate) async fn digested(&self, spool: &Spool, mut found: Found) -> Option<Found> {
+        if found.digested {
+            return Some(found);
+        }
+        found.record.md5 = self.digest(spool, found.seq).await?;
+        found.digested = true;
+        Some(found)
+    }
+
+    /// Entry `seq`'s MD5: known, or read from its payload (and kept).
+    pub(crate) async fn digest(&self, spool: &Spool, seq: u64) -> Option<[u8; 16]> {
+        let known = self.table().get(seq)?.clone();
+        if known.digested {
+            return Some(known.record.md5);
+        }
+        let (size, crc32c) = (known.record.size, known.record.crc32c);
+        match recover::digest(spool, seq, size, crc32c).await {
+            Ok(Some(md5)) => {
+                self.table().digested(seq, md5);
+                Some(md5)
+            }
+            Ok(None) => {
+                self.table().forget(seq);
+                None
+            }
+            Err(e) => {
+                tracing::warn!(
+                    seq,
+                    error = %e,
+                    "a spooled entry's payload could not be read back: its object is not \
+                     served from the spool; the drainer checks it before delivering it"
+                );
+                self.table().forget(seq);
+                None
+            }
+        }
+    }
+
+    /// What each entry the relay knows of `name` holds: the copies a `DELETE` of it
+    /// may leave upstream (an upload's first try, or a delivery attempt, that
+    /// landed while its answer was lost).
+    pub(crate) fn copies(&self, name: &str) -> Vec<Copy> {
+        let table = self.table();
+        let entries = table.names_from(std::ops::Bound::Included(name.to_string()));
+        (entries.take_while(|(known, _)| *known == name))
+            .flat_map(|(_, entries)| entries.iter())
+            .map(|known| Copy {
+                size: known.record.size,
+                crc32c: known.record.crc32c,
+            })
+            .collect()
     }
 
     /// Whether any object may still be spooled: none is known, or the spool holds
     /// no entry (then every name known is forgotten at once). O(log n).
     pub(crate) fn any(&self, spool: &Spool) -> bool {
         let mut table = self.table();
-        if !table.by_name.is_empty() && spool.stats().files == 0 {
+        if !table.is_empty() && spool.stats().files == 0 {
             table.clear();
         }
-        !table.by_name.is_empty()
+        !table.is_empty()
     }
 
     /// Visits the objects still spooled in name order from `from` (inclusive),
@@ -234,22 +261,34 @@ impl SpooledObjects {
         &self,
         spool: &Spool,
         from: &str,
-        mut visit: impl FnMut(&ObjectRecord) -> Walk,
+        mut visit: impl FnMut(Visited<'_>) -> Walk,
     ) {
         use std::ops::Bound;
         let mut table = self.table();
         let mut gone = Vec::new();
         let mut start = Bound::Included(from.to_string());
         'walking: loop {
-            let range = table
-                .by_name
-                .range::<String, _>((start.clone(), Bound::Unbounded));
-            for (name, known) in range {
-                if spool.entry_file(known.seq).is_none() {
-                    gone.push((name.clone(), known.seq));
-                    continue;
+            for (name, entries) in table.names_from(start.clone()) {
+                // The newest entry still in the spool is the name's object.
+                let mut newest = None;
+                for known in entries.iter().rev() {
+                    match spool.entry_file(known.seq) {
+                        Some(_) => {
+                            newest = Some(known);
+                            break;
+                        }
+                        None => gone.push(known.seq),
+                    }
                 }
-                match visit(&known.record) {
+                let Some(known) = newest else {
+                    continue;
+                };
+                let visited = Visited {
+                    record: &known.record,
+                    seq: known.seq,
+                    digested: known.digested,
+                };
+                match visit(visited) {
                     Walk::Next => {}
                     Walk::Stop => break 'walking,
                     Walk::Past(prefix) => {
@@ -263,8 +302,8 @@ impl SpooledObjects {
             }
             break;
         }
-        for (name, seq) in gone {
-            table.forget(&name, seq);
+        for seq in gone {
+            table.forget(seq);
         }
     }
 }
@@ -275,6 +314,8 @@ impl SpooledObjects {
     /// never delivered, even after a power loss.
     /// [`TakenBack::Withdrawn`] when a drainer holds the entry: the caller waits
     /// until it has left the spool.
+    /// A name with several entries is taken back one entry at a time, the newest
+    /// first: the caller asks again until [`TakenBack::NotSpooled`].
     pub(crate) async fn take_back(&self, spool: &Spool, name: &str) -> TakenBack {
         let Some(seq) = self.seq_of(name) else {
             return TakenBack::NotSpooled;
@@ -289,7 +330,7 @@ impl SpooledObjects {
         // Durable before the answer: after a power loss it must not come back.
         match spool.remove(claim).await {
             Ok(()) => {
-                self.forget(name, seq);
+                self.forget(seq);
                 match spool.sync_removals().await {
                     Ok(()) => TakenBack::Removed,
                     Err(e) => TakenBack::Failed(e),
@@ -300,101 +341,60 @@ impl SpooledObjects {
     }
 
     fn seq_of(&self, name: &str) -> Option<u64> {
-        self.table().by_name.get(name).map(|known| known.seq)
+        self.table().newest(name).map(|known| known.seq)
     }
 
-    fn forget(&self, name: &str, seq: u64) {
-        self.table().forget(name, seq);
+    fn forget(&self, seq: u64) {
+        self.table().forget(seq);
     }
 }
 
 impl SpooledObjects {
     /// Learns the objects of entries `seqs` (spooled by earlier runs on this
-    /// directory), reading each entry once; a name this run has spooled since
-    /// keeps this run's record. Returns how many it learned.
+    /// directory) from their headers, one read each ([`recover::head`]), their MD5
+    /// not read yet ([`SpooledObjects::digest_all`]). A name this run has spooled
+    /// since keeps both: reads see the newest, a `DELETE` takes both back. Returns
+    /// how many it learned.
     pub(crate) async fn recover(&self, spool: &Spool, seqs: &[u64]) -> usize {
         let mut learned = 0;
         for &seq in seqs {
-            let record = match read_back(spool, seq).await {
+            let record = match recover::head(spool, seq).await {
                 Ok(Some(record)) => record,
                 Ok(None) => continue,
                 Err(e) => {
                     tracing::warn!(
                         seq,
                         error = %e,
-                        "a spooled entry could not be read back: its object is not \
+                        "a spooled entry's header could not be read back: its object is not \
                          visible through the relay until the drainer delivers it"
                     );
                     continue;
                 }
             };
             let mut table = self.table();
-            if table.by_name.len() as u64 >= spool.config().max_files {
+            if table.len() as u64 >= spool.config().max_files {
                 break;
             }
-            if !table.by_name.contains_key(&record.name) {
-                table.insert(Acknowledged { seq, record });
+            if table.get(seq).is_none() {
+                let digested = false;
+                table.insert(Acknowledged {
+                    seq,
+                    record,
+                    digested,
+                });
                 learned += 1;
             }
         }
         learned
     }
-}
 
-/// The object entry `seq` holds, as it will be in the bucket: `None` when the
-/// entry is gone (delivered meanwhile).
-async fn read_back(spool: &Spool, seq: u64) -> std::io::Result<Option<ObjectRecord>> {
-    let Some((entry, file_bytes)) = spool.entry_file(seq) else {
-        return Ok(None);
-    };
-    let longest = spool::entry::head_bytes(
-        spool::name::MAX_NAME_BYTES,
-        spool::entry::MAX_ATTRIBUTE_BYTES,
-    );
-    let head = match spool
-        .disk()
-        .read_range(&entry, 0, file_bytes.min(longest as u64))
-        .await
-    {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        read => read?,
-    };
-    let (header, offset) = spool::entry::decode_header(&head).map_err(std::io::Error::other)?;
-    let mut hashing = Hashing::default();
-    let (mut at, end) = (offset as u64, offset as u64 + header.payload_len);
-    while at < end {
-        let piece = spool
-            .disk()
-            .read_range(&entry, at, (end - at).min(PIECE_BYTES))
-            .await?;
-        if piece.is_empty() {
-            return Err(std::io::Error::other("the entry ended before its payload"));
-        }
-        hashing.update(&piece);
-        at += piece.len() as u64;
+    /// Reads the MD5 of the oldest entry learned from its header alone (one a
+    /// request needed first is read already); `None` when there is none left.
+    pub(crate) async fn digest_next(&self, spool: &Spool) -> Option<()> {
+        let seq = self.table().first_undigested()?;
+        let _ = self.digest(spool, seq).await;
+        Some(())
     }
-    let digests = hashing.finish();
-    if digests.crc32c != header.payload_crc32c {
-        return Err(std::io::Error::other(
-            "the payload's crc32c is not the header's",
-        ));
-    }
-    let (content_type, attributes) = crate::answer::object_attributes(&header.attributes);
-    let content_type = match content_type {
-        Some(given) => std::borrow::Cow::Owned(given),
-        None => std::borrow::Cow::Borrowed(DEFAULT_CONTENT_TYPE),
-    };
-    Ok(Some(ObjectRecord {
-        generation: i64::try_from(header.created_unix_ms.saturating_mul(1000)).unwrap_or(i64::MAX),
-        name: header.name,
-        size: header.payload_len,
-        crc32c: digests.crc32c,
-        md5: digests.md5,
-        created_unix_ms: header.created_unix_ms,
-        content_type,
-        attributes: attributes.boxed(),
-        component_count: None,
-    }))
 }
 
 /// What [`SpooledObjects::take_back`] did.
