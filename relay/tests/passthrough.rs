@@ -1190,7 +1190,12 @@ async fn reads_and_lists_of_spooled_objects_never_list_the_spools_directory() {
     }
     // The first read of a run learns, once, what an earlier run left (no entry of
     // it here; the deletes it owed are listed in their own directory).
-    assert_eq!(get(&h, &format!("/storage/v1/b/{BUCKET}/o/none")).await.status(), 404);
+    assert_eq!(
+        get(&h, &format!("/storage/v1/b/{BUCKET}/o/none"))
+            .await
+            .status(),
+        404
+    );
     let lists_before = disk.lists.load(std::sync::atomic::Ordering::SeqCst);
     let path = format!("/storage/v1/b/{BUCKET}/o/{}", encode("backlog/b"));
     let metadata = get(&h, &path).await;
