@@ -18,6 +18,9 @@ use spool::Spool;
 /// The most a piece of a payload read at once.
 pub(super) const PIECE_BYTES: u64 = 1 << 20;
 
+/// Headers read at once while learning an earlier run's entries.
+pub(super) const HEADS_AT_ONCE: usize = 32;
+
 /// The object entry `seq` holds, as it will be in the bucket, from its header
 /// alone (its MD5 not read: all zeros); `None` when the entry is gone (delivered
 /// meanwhile).
