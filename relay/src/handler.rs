@@ -63,12 +63,6 @@ pub(crate) struct ReadSlots {
     pub(crate) max_reads: usize,
 }
 
-/// A read's slot, held by its answer's body until it is sent (or dropped).
-struct HeldBody {
-    body: ResponseBody,
-    _slot: ReadSlot,
-}
-
 /// One of [`ReadSlots`], counted in `spool_relay_reads` while held.
 struct ReadSlot {
     _permit: tokio::sync::OwnedSemaphorePermit,
@@ -78,26 +72,6 @@ struct ReadSlot {
 impl Drop for ReadSlot {
     fn drop(&mut self) {
         self.reads.dec();
-    }
-}
-
-impl hyper::body::Body for HeldBody {
-    type Data = Bytes;
-    type Error = passthrough::BoxError;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
-        std::pin::Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> hyper::body::SizeHint {
-        self.body.size_hint()
     }
 }
 
@@ -150,10 +124,7 @@ pub(crate) async fn handle(relay: Relay, req: Request<Incoming>) -> Response<Res
         };
         let answer = pass_on(&relay, &logged, forward).await;
         return match slot {
-            Some(slot) => answer.map(|body| {
-                use http_body_util::BodyExt as _;
-                HeldBody { body, _slot: slot }.boxed_unsync()
-            }),
+            Some(slot) => answer.map(|body| passthrough::holding(body, slot)),
             None => answer,
         };
     }

@@ -44,8 +44,8 @@ const MAX_LIST_RESULTS: usize = 1000;
 const MAX_PAGE_BYTES: usize = 16 << 20;
 
 /// The upstream page bytes all lists being merged at once may hold: a few pages of
-/// the largest size, or hundreds of everyday ones (1,000 items are about 1 MiB).
-pub(crate) const MERGE_BUDGET_BYTES: usize = 64 << 20;
+/// the largest size, or dozens of everyday ones (1,000 items are about 1 MiB).
+pub(crate) const MERGE_BUDGET_BYTES: usize = 32 << 20;
 
 /// What a merged list needs of the request.
 pub(crate) struct Merging {
@@ -187,15 +187,16 @@ impl Prepared {
     ///
     /// Memory: the page is read whole (at most [`MAX_PAGE_BYTES`]), parsed once
     /// and its items moved, not copied, into the merged page. The pages being
-    /// merged at once hold at most [`MERGE_BUDGET_BYTES`] of upstream bytes in all
-    /// (`budget`, one permit a byte, taken for the page's `Content-Length`, or the
-    /// largest page when it gives none): a list past it waits for one to finish.
+    /// merged and sent at once hold at most [`MERGE_BUDGET_BYTES`] of upstream
+    /// bytes in all (`budget`, one permit a byte, taken for the page's
+    /// `Content-Length`, or the largest page when it gives none, until the merged
+    /// page is sent): a list past it waits for one to finish.
     pub(crate) async fn merged(
         self,
         answer: http::Response<ResponseBody>,
         spooled: &SpooledObjects,
         spool: &Spool,
-        budget: &tokio::sync::Semaphore,
+        budget: &std::sync::Arc<tokio::sync::Semaphore>,
     ) -> Result<http::Response<ResponseBody>, PassError> {
         if answer.status() != 200 {
             return Ok(answer);
@@ -203,8 +204,9 @@ impl Prepared {
         let declared = (answer.headers().get(http::header::CONTENT_LENGTH))
             .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
         let budgeted = declared.unwrap_or(MAX_PAGE_BYTES).clamp(1, MAX_PAGE_BYTES);
-        let _held = budget
-            .acquire_many(budgeted as u32)
+        // Held until the merged page is sent: what it holds is the page's.
+        let held = (budget.clone())
+            .acquire_many_owned(budgeted as u32)
             .await
             .expect("the budget is never closed");
         let (parts, mut body) = answer.into_parts();
@@ -228,7 +230,8 @@ impl Prepared {
             }
         }
         let body = bytes::Bytes::from(read);
-        Ok(self.page(parts, body, spooled, spool).await)
+        let page = self.page(parts, body, spooled, spool).await;
+        Ok(page.map(|body| crate::passthrough::holding(body, held)))
     }
 
     async fn page(

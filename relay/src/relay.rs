@@ -196,7 +196,7 @@ struct Inner {
     bucket_missing: Mutex<Option<String>>,
     /// Upstream list page bytes being merged with the spool, one permit a byte
     /// (`listing.rs`).
-    merge_budget: tokio::sync::Semaphore,
+    merge_budget: Arc<tokio::sync::Semaphore>,
     /// Deletes of spooled names owed to the upstream (`spooled/deletes.rs`).
     deletes: Arc<PendingDeletes>,
 }
@@ -288,7 +288,9 @@ impl Relay {
                 earlier_entries,
                 recovery: Mutex::new(None),
                 bucket_missing: Mutex::new(None),
-                merge_budget: tokio::sync::Semaphore::new(crate::listing::MERGE_BUDGET_BYTES),
+                merge_budget: Arc::new(tokio::sync::Semaphore::new(
+                    crate::listing::MERGE_BUDGET_BYTES,
+                )),
                 deletes: Arc::default(),
             }),
         })
@@ -310,7 +312,7 @@ impl Relay {
     }
 
     /// What list pages being merged with the spool may hold at once.
-    pub(crate) fn merge_budget(&self) -> &tokio::sync::Semaphore {
+    pub(crate) fn merge_budget(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.inner.merge_budget
     }
 

@@ -59,6 +59,42 @@ pub(crate) fn whole(bytes: Bytes) -> ResponseBody {
         .boxed_unsync()
 }
 
+/// `body`, holding `guard` until it is sent or dropped: a read's slot, a merged
+/// list's share of the merge budget.
+pub(crate) fn holding(body: ResponseBody, guard: impl Send + Unpin + 'static) -> ResponseBody {
+    Holding {
+        body,
+        _guard: guard,
+    }
+    .boxed_unsync()
+}
+
+struct Holding<G> {
+    body: ResponseBody,
+    _guard: G,
+}
+
+impl<G: Send + Unpin + 'static> hyper::body::Body for Holding<G> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        std::pin::Pin::new(&mut this.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// Where requests that are not uploads go. Cheap to clone. The default is
 /// [`PassThrough::off`].
 #[derive(Clone, Default)]
