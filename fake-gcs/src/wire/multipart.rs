@@ -18,9 +18,11 @@
 //! - A bad body says what kind of bad ([`MultipartError`]): a head too large is 413,
 //!   anything else 400.
 //!
-//! Accepted as clients send them: `\r\n` or `\n` line breaks (with bare `\n`, media
-//! that ends in `\r` loses it: the `\r\n` before the delimiter is its line break; RFC
-//! 2046 and every official client send `\r\n`), a boundary quoted with
+//! Accepted as clients send them: `\r\n` or `\n` line breaks, the body's own decided
+//! by the line after its first delimiter (RFC 2046 and the official clients send
+//! `\r\n`; gsutil, through apitools, bare `\n`, and then media that ends in `\r`
+//! keeps it: the line break before the closing delimiter is `\n` alone), a boundary
+//! quoted with
 //! `"` or `'` (gsutil), a media part with no headers at all (rclone, for an empty
 //! content type), transport padding (spaces or tabs) after a delimiter, a preamble
 //! before the first one, and white space after the closing one.
@@ -167,6 +169,9 @@ pub struct MultipartStream {
     resource: Option<Part>,
     /// The headers of the part being read.
     headers: Vec<(String, String)>,
+    /// The body's line breaks, as the line after its first delimiter ends: with
+    /// bare `\n` (gsutil), the `\r` before a delimiter's `\n` is data.
+    bare_lf: Option<bool>,
 }
 
 /// Where the parser is. Parts are numbered 0 (the resource) and 1 (the media).
@@ -211,6 +216,7 @@ impl MultipartStream {
             phase: Phase::Preamble,
             resource: None,
             headers: Vec::new(),
+            bare_lf: None,
         })
     }
 
@@ -344,6 +350,7 @@ impl MultipartStream {
         }
         match line_break(rest) {
             LineBreak::Found(len) => {
+                self.bare_lf.get_or_insert(len == 1);
                 self.consume(len);
                 self.phase = Phase::Headers(part);
                 Ok(Step::Moved)
@@ -450,7 +457,9 @@ impl MultipartStream {
             };
             let at = self.searched + found;
             let before = &self.pending[..at];
-            let line_start = if before.ends_with(b"\r\n") {
+            // The line break before a delimiter is the body's own: with bare `\n`
+            // line breaks a `\r` before it is the data's last byte.
+            let line_start = if before.ends_with(b"\r\n") && self.bare_lf != Some(true) {
                 Some(at - 2)
             } else if before.ends_with(b"\n") {
                 Some(at - 1)
@@ -553,10 +562,7 @@ mod tests {
             if !media.windows(4).any(|w| w == b"--bx") {
                 prop_assert!(whole.is_ok(), "{whole:?}");
             }
-            // With bare LF line breaks, media ending in CR cannot be told from a
-            // CR LF before the delimiter (see the module doc).
-            let ambiguous = !crlf && media.last() == Some(&b'\r');
-            if let Ok((head, got)) = &whole && !ambiguous {
+            if let Ok((head, got)) = &whole {
                 prop_assert_eq!(&got[..], &media[..]);
                 prop_assert_eq!(head.media.headers.is_empty(), !with_headers);
             }
@@ -652,6 +658,30 @@ mod tests {
             assert_eq!(head.media.header("content-type"), Some("text/csv"));
             assert!(got == media, "cut at {cut}: media differs");
         }
+    }
+
+    #[test]
+    fn media_ending_in_cr_keeps_it_when_line_breaks_are_bare_lf() {
+        // Found by review (issue 53): gsutil (apitools) separates the parts with
+        // bare `\n`, and the parser took a trailing `\r\n` for the delimiter's line
+        // break, so a file whose last byte is `\r` was stored one byte short with a
+        // 200 (about one file in 256).
+        let boundary = "===============7330845974216740156==";
+        let body = format!(
+            "--{boundary}\ncontent-type: application/json\nMIME-Version: 1.0\n\n\
+             {{\"name\": \"f\"}}\n--{boundary}\ncontent-type: text/plain\nMIME-Version: \
+             1.0\nContent-Transfer-Encoding: binary\n\nends in CR\r\n--{boundary}--"
+        );
+        let (_, media) = parse_multipart(body.as_bytes(), boundary).unwrap();
+        assert_eq!(&media[..], b"ends in CR\r");
+        // Read a byte at a time, the same.
+        let cuts: Vec<usize> = (1..body.len()).collect();
+        let (_, streamed_media) = streamed(body.as_bytes(), boundary, &cuts);
+        assert_eq!(&streamed_media[..], b"ends in CR\r");
+        // With CR LF line breaks a trailing CR is data too.
+        let body = body.replace('\n', "\r\n");
+        let (_, media) = parse_multipart(body.as_bytes(), boundary).unwrap();
+        assert_eq!(&media[..], b"ends in CR\r");
     }
 
     #[test]
