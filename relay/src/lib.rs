@@ -16,6 +16,9 @@
 //! - Every write is create-if-absent (`ifGenerationMatch=0`), which is what the
 //!   spool can honour later; other preconditions, and options it cannot carry
 //!   through the spool (encryption keys, ACLs, holds), are refused with 400.
+//! - What passes through is confined to the upstream's bucket: the upstream's path
+//!   is built from the route the relay checked, and a path with dot segments or a
+//!   backslash is refused before routing (`passthrough/target.rs`).
 //! - A full spool is 503 with `Retry-After`: the client's own retry loop is the
 //!   backpressure. Permanent refusals (400, 403, 404, 412, 413) are passed through.
 //! - Everything else on the upstream's bucket (reads, metadata, lists, deletes,
@@ -51,9 +54,9 @@
 //! | `resumable.rs` | resumable uploads: open a session, take its chunks, complete it through [`Relay`], cancel it |
 //! | `sessions/` | the resumable sessions, durable beside the spool: unguessable IDs, chunks on disk, limits (`mod.rs`); the table and its checked totals (`table.rs`); the one latching path to the disk (`disk.rs`); file names and formats (`files.rs`) |
 //! | `handler.rs` | one HTTP request: route it from its head, serve it or pass it through, count and log it |
-//! | `spooled.rs` | read-your-writes: objects answered `spooled` in this run, served from their spool entries to metadata and media `GET`s until delivered |
-//! | `listing.rs` | lists that show spooled objects: the upstream's page merged in name order with what the spool still holds, page tokens across both |
-//! | `passthrough/` | [`PassThrough`]: which requests go to the upstream (`mod.rs`), forwarded over HTTP(S) with the relay's credentials (`http.rs`, feature `http-upstream`), or answered from a `file://` store in Cloud Storage's shapes (`store.rs`) |
+//! | `spooled/` | read-your-writes: objects answered `spooled` (in this run or an earlier one on the spool), served from their spool entries to metadata and media `GET`s until delivered (`mod.rs`); their table by name and by entry (`table.rs`); an earlier run's learned from headers, MD5s later (`recover.rs`); deletes owed to a failing upstream (`deletes.rs`) |
+//! | `listing.rs` | lists that show spooled objects: the upstream's page merged in name order with what the spool still holds, O((page + skipped) log n), page tokens across both |
+//! | `passthrough/` | [`PassThrough`]: which requests go to the upstream and on what path, built from the checked route (`target.rs`), forwarded over HTTP(S) with the relay's credentials (`http.rs`, feature `http-upstream`), or answered from a `file://` store in Cloud Storage's shapes (`store.rs`) |
 //! | `body.rs` | a request body read in pieces as it arrives, never whole |
 //! | `upload.rs` | media, multipart and XML uploads, streamed into the spool |
 //! | `answer.rs` | answers: the object resource built from what was written, refusals with their statuses |
