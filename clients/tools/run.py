@@ -10,8 +10,9 @@ written through the relay is an XML multipart upload, which has no MD5 in Cloud
 Storage either). A cell passes when the tool's
 workflow succeeded and the bucket holds everything it wrote.
 
-- rclone (Debian's): `copy` of a tree of 23 files (an empty one, a text with a
-  blank line, one 20 MiB file) and then a second `copy` of the same tree, which
+- rclone (Debian's): `copy` of a tree of 24 files (an empty one, a text with a
+  blank line, one whose last byte is a CR, one 20 MiB file) and then a second
+  `copy` of the same tree, which
   must transfer nothing new.
 - gcsfs under pandas: `DataFrame.to_parquet` and `read_parquet` back, and
   `fs.put(tree, recursive=True)`.
@@ -65,15 +66,18 @@ BIG_BYTES = 20 << 20
 
 def tree(root):
     """A tree of files: 20 small, an empty one, a text with a blank line in it (a
-    multipart parser that looks for the blank line in the data cuts it), and one
-    of 20 MiB (over rclone's and the Go client's 16 MiB chunk). Returns the
-    relative paths and their MD5s."""
+    multipart parser that looks for the blank line in the data cuts it), a text
+    whose last byte is a CR, and one of 20 MiB (over rclone's and the Go client's
+    16 MiB chunk). Returns the relative paths and their MD5s."""
     os.makedirs(os.path.join(root, "sub"), exist_ok=True)
     files = {}
     for i in range(1, 21):
         files[f"f{i:02}.bin"] = bytes((i * 7 + j) % 251 for j in range(i * 997))
     files["sub/empty"] = b""
     files["sub/text.txt"] = b"hello\n\nworld\n"
+    # Its last byte a CR: gsutil frames multipart bodies with bare \n, and a
+    # parser that reads CR LF before the closing delimiter dropped it (issue 53).
+    files["sub/ends-in-cr.txt"] = b"a line that ends in a carriage return\r"
     files["sub/big.bin"] = os.urandom(BIG_BYTES)
     digests = {}
     for rel, data in files.items():
