@@ -28,6 +28,9 @@ use spool::{Outcome, PutError, StoreError, UploadError};
 /// upstream has it) or `spooled` (the spool holds it durably; the drainer delivers
 /// it).
 pub const OUTCOME_HEADER: &str = "x-spool-outcome";
+/// The response header every answer of the relay carries: the request's id, which
+/// every line the relay logged while serving it carries too (`request{id=N}`).
+pub const REQUEST_ID_HEADER: &str = "x-spool-request-id";
 /// [`OUTCOME_HEADER`]'s value when the upstream stored the object.
 pub const OUTCOME_STORED: &str = "stored";
 /// [`OUTCOME_HEADER`]'s value when the spool holds the object.
@@ -169,7 +172,7 @@ fn client_message(error: &UploadError) -> String {
             tracing::warn!(target: "spool_relay", error = %error, "upload not made safe");
             return format!(
                 "The relay could not write the object to its spool now ({}; its log says \
-                 where); retry the request.",
+                 where, under this answer's x-spool-request-id); retry the request.",
                 disk_trouble(source)
             );
         }
@@ -197,10 +200,63 @@ fn client_message(error: &UploadError) -> String {
                 None => "The upstream store refused the write.".to_string(),
             };
         }
-        other => return other.to_string(),
+        UploadError::Refused(StoreError::InvalidName(e)) => return e.to_string(),
+        UploadError::Refused(_) => {
+            tracing::warn!(target: "spool_relay", error = %error, "upstream refused an upload");
+            return format!("The upstream store refused the write. {SEE_THE_LOG}");
+        }
+        UploadError::SpoolFull { reason, .. } => {
+            // The store's error names the upstream's URL and the client's internals:
+            // the log has it.
+            tracing::info!(target: "spool_relay", error = %error, "upload refused: the spool is full");
+            return format!(
+                "The upstream did not take the write now and the relay's spool is full \
+                 ({}); retry the request later.",
+                full_reason(reason)
+            );
+        }
+        UploadError::NotSpooled {
+            spool_error:
+                PutError::TooLarge {
+                    entry_bytes,
+                    max_bytes,
+                },
+            ..
+        } => {
+            return format!(
+                "The object takes {entry_bytes} bytes in the relay's spool, which holds at \
+                 most {max_bytes} (--max-bytes): the relay can never keep it while the \
+                 upstream is failing. Write it to Cloud Storage directly."
+            );
+        }
+        UploadError::InvalidName(_) | UploadError::InvalidAttributes(_) => {
+            return error.to_string();
+        }
+        UploadError::NotSpooled { spool_error, .. } => {
+            tracing::warn!(target: "spool_relay", error = %error, "upload not made safe");
+            return format!("The relay's spool could not take the write ({spool_error}).");
+        }
+        // A kind added to the library later: its words, which carry no store error.
+        other => {
+            tracing::warn!(target: "spool_relay", error = %other, "upload not made safe");
+            return format!("The relay could not make the upload safe. {SEE_THE_LOG}");
+        }
     };
     tracing::warn!(target: "spool_relay", error = %error, "upload not made safe");
     local.to_string()
+}
+
+/// Where a client is sent for what its answer leaves out.
+pub(crate) const SEE_THE_LOG: &str =
+    "The relay's log has the details, under this answer's x-spool-request-id.";
+
+/// A full spool's bound, in the relay's flags.
+fn full_reason(reason: &spool::FullReason) -> String {
+    match reason {
+        spool::FullReason::Files { max_files } => format!("{max_files} entries, --max-files"),
+        spool::FullReason::Bytes { max_bytes } => format!("{max_bytes} bytes, --max-bytes"),
+        spool::FullReason::Disk => "its disk is full".to_string(),
+    }
 }
 
 /// How the client should take a refusal.

@@ -224,7 +224,11 @@ async fn pass_on(
                 };
             }
             TakenBack::Failed(e) => {
-                let message = format!("the spooled object could not be removed: {e}");
+                tracing::warn!(target: "spool_relay", error = %e, "a spooled object could not be taken back");
+                let message = format!(
+                    "The spooled object could not be removed now; retry the request. {}",
+                    crate::answer::SEE_THE_LOG
+                );
                 return logged.reply(SPOOLED, Rejection::status(503, message).reply(api));
             }
             TakenBack::Delivering | TakenBack::Withdrawn => {

@@ -90,7 +90,9 @@ mod spooled;
 mod timeout_io;
 mod upload;
 
-pub use answer::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED, object_attributes};
+pub use answer::{
+    OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED, REQUEST_ID_HEADER, object_attributes,
+};
 pub use auth::{Access, Token};
 pub use metrics::RelayMetrics;
 pub use passthrough::{DEFAULT_UPSTREAM_TIMEOUT, PassThrough, PassThroughError, upstream_request};

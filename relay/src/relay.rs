@@ -199,6 +199,8 @@ struct Inner {
     merge_budget: Arc<tokio::sync::Semaphore>,
     /// Deletes of spooled names owed to the upstream (`spooled/deletes.rs`).
     deletes: Arc<PendingDeletes>,
+    /// Requests served so far: the next one's id ([`Relay::next_request_id`]).
+    requests: std::sync::atomic::AtomicU64,
 }
 
 /// Every reason [`Relay::refusing_uploads`] names, as the metric's label.
@@ -292,8 +294,15 @@ impl Relay {
                     crate::listing::MERGE_BUDGET_BYTES,
                 )),
                 deletes: Arc::default(),
+                requests: std::sync::atomic::AtomicU64::new(0),
             }),
         })
+    }
+
+    /// The id of the next request served: 1, 2, ... in this process, in every log
+    /// line of the request and in its answer's `x-spool-request-id`.
+    pub(crate) fn next_request_id(&self) -> u64 {
+        (self.inner.requests).fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
     }
 
     /// A handle that does not keep the relay alive.

@@ -294,13 +294,20 @@ impl Connections {
             let relay = relay.clone();
             let access = access.clone();
             let (serving, stop) = (serving.clone(), stop.clone());
-            async move {
+            // Every line logged while the request is served carries its id, and the
+            // answer names it: what a client reports is found in the log.
+            let id = relay.next_request_id();
+            let span = tracing::info_span!(target: "spool_relay", "request", id);
+            let served = async move {
                 serving.started();
                 let mut response = match access.check(req.headers()) {
                     Ok(()) => handler::handle(relay, req).await,
                     Err(refusal) => refuse(&relay, &req, &refusal),
                 };
                 serving.ended();
+                response
+                    .headers_mut()
+                    .insert(crate::answer::REQUEST_ID_HEADER, id.into());
                 if *stop.borrow() {
                     // The last answer on this connection: hyper closes it after.
                     let close = http::HeaderValue::from_static("close");
@@ -309,7 +316,8 @@ impl Connections {
                         .insert(http::header::CONNECTION, close);
                 }
                 Ok::<_, Infallible>(response)
-            }
+            };
+            tracing::Instrument::instrument(served, span)
         });
         let io = TimeoutIo::new(io, self.body_timeout);
         let conn = http1::Builder::new()

@@ -271,6 +271,40 @@ async fn the_binary_passes_reads_and_lists_through_to_its_upstream_and_logs_them
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_names_its_request_id_and_the_log_has_the_upstream_detail_under_it() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = format!("gs://{BUCKET}");
+    // Port 9 (discard) has no server here: the upstream cannot be reached.
+    let args = [
+        "--dir",
+        "spool",
+        "--upstream",
+        &upstream,
+        "--endpoint",
+        "http://127.0.0.1:9",
+    ];
+    let (relay, mut log, addr) = start(dir.path(), &args).await;
+    let http = reqwest::Client::new();
+    let media = format!("http://{addr}/storage/v1/b/{BUCKET}/o/a?alt=media");
+    let answer = http.get(media).send().await.unwrap();
+    assert_eq!(answer.status(), 503);
+    let id = answer.headers()[relay::REQUEST_ID_HEADER]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let text = answer.text().await.unwrap();
+    assert!(!text.contains("127.0.0.1:9"), "{text}");
+    assert!(text.contains("x-spool-request-id"), "{text}");
+    // The operator finds the client's report in the log by its id, with the detail.
+    let line = line_with(&mut log, "the upstream cannot be reached").await;
+    assert!(line.contains(&format!("request{{id={id}}}")), "{line}");
+    assert!(line.contains("127.0.0.1:9"), "{line}");
+    terminate(&relay);
+    assert!(exited(relay, &mut log).await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_answers_reads_from_a_file_upstream() {
     let dir = tempfile::tempdir().unwrap();
     let objects = dir.path().join("objects");

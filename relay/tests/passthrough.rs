@@ -259,11 +259,11 @@ async fn the_upstreams_failures_pass_through_and_an_unreachable_one_is_503_namin
     let unreachable = get(&h, &path).await;
     assert_eq!(unreachable.status(), 503);
     assert!(unreachable.headers().contains_key("retry-after"));
+    assert!(unreachable.headers().contains_key(relay::REQUEST_ID_HEADER));
     let text = unreachable.text().await.unwrap();
-    assert!(
-        text.contains("the upstream http://127.0.0.1:9 cannot be reached"),
-        "{text}"
-    );
+    // The upstream's address is the operator's (the log has it), not the client's.
+    assert!(text.contains("cannot reach its upstream"), "{text}");
+    assert!(!text.contains("127.0.0.1:9"), "{text}");
     h.stopped().await;
 }
 
@@ -1271,10 +1271,7 @@ async fn an_upstream_that_never_answers_is_503_after_the_upstream_timeout() {
     assert_eq!(answer.status(), 503);
     assert!(answer.headers().contains_key("retry-after"));
     let text = answer.text().await.unwrap();
-    assert!(
-        text.contains("no answer within the upstream timeout"),
-        "{text}"
-    );
+    assert!(text.contains("cannot reach its upstream"), "{text}");
     assert!(!text.contains("SECRETKEY"), "{text}");
     h.stopped().await;
 }

@@ -339,11 +339,30 @@ pub(crate) enum PassError {
 }
 
 impl PassError {
-    /// The answer to the client.
+    /// The answer to the client. The upstream's address and what its client said are
+    /// the operator's: they go to the log (in the request's span), and the client is
+    /// told what to do.
     pub(crate) fn rejection(self) -> Rejection {
+        use crate::answer::SEE_THE_LOG;
         match self {
-            PassError::Unreachable { .. } | PassError::Credentials { .. } => {
-                Rejection::status(503, self.to_string())
+            PassError::Unreachable { .. } => {
+                tracing::warn!(target: "spool_relay", error = %self, "the upstream cannot be reached");
+                Rejection::status(
+                    503,
+                    format!(
+                        "spool-relay cannot reach its upstream now; retry the request. {SEE_THE_LOG}"
+                    ),
+                )
+            }
+            PassError::Credentials { .. } => {
+                tracing::warn!(target: "spool_relay", error = %self, "no credentials for the upstream");
+                Rejection::status(
+                    503,
+                    format!(
+                        "spool-relay has no credentials for its upstream now; retry the \
+                         request. {SEE_THE_LOG}"
+                    ),
+                )
             }
             PassError::NotServed { .. } => Rejection::status(501, self.to_string()),
             PassError::Refused(rejection) => rejection,
@@ -353,7 +372,13 @@ impl PassError {
             PassError::Store(object_store::Error::InvalidPath { .. }) => {
                 Rejection::invalid(self.to_string())
             }
-            PassError::Store(_) => Rejection::status(503, self.to_string()),
+            PassError::Store(_) => {
+                tracing::warn!(target: "spool_relay", error = %self, "the upstream store failed");
+                Rejection::status(
+                    503,
+                    format!("The upstream store failed; retry the request. {SEE_THE_LOG}"),
+                )
+            }
         }
     }
 }
