@@ -820,6 +820,7 @@ mod tests {
             DeployMode::Sighup,
             Deploys {
                 done: 1,
+                failed_successors: 2,
                 ..Deploys::default()
             },
             Vec::new(),
