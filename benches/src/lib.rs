@@ -21,11 +21,11 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput};
 use fake_gcs::{FakeGcs, FakeGcsConfig, TokioClock};
 use futures::StreamExt;
-use spool::entry;
 use spool::layout::{ENTRIES_DIR, entry_file_name};
 use spool::metrics::DrainOutcome;
 use spool::testing::FlakyStore;
-use spool::{Drainer, DrainerConfig, Remote, Spool, SpoolConfig};
+use spool::{Drainer, DrainerConfig, Remote, Spool, SpoolConfig, WriteMode};
+use spool::{entry, name};
 
 /// The bucket every bench writes to.
 pub const BUCKET: &str = "bench";
@@ -161,8 +161,15 @@ pub fn prepared_spool(label: &str, n: u64, payload_len: usize) -> PathBuf {
     for seq in 1..=n {
         let name = format!("bench/{seq:08}");
         let created = 1_791_453_600_000 + seq;
-        let data = entry::encode(seq, created, &name, &[], &payload);
-        let file = entry_file_name(seq, created, data.len() as u64);
+        let data = entry::encode(
+            seq,
+            created,
+            &name,
+            WriteMode::CreateIfAbsent,
+            &[],
+            &payload,
+        );
+        let file = entry_file_name(seq, created, data.len() as u64, name::key(&name));
         std::fs::write(entries.join(file), data).unwrap();
     }
     let synced = std::process::Command::new("sync").status();

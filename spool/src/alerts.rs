@@ -87,7 +87,7 @@ pub enum Condition {
     Failing(Duration),
     /// Within the window, settled entries could not leave `entries/` (a removal or
     /// a move failed, `spool_remove_errors_total` rose) and `spool_files` did not
-    /// fall: the drainer sends the same entries again and again.
+    /// fall: the remover tries the same removals again and again.
     DrainLooping(Duration),
     /// No `spool_files` series is scraped at all.
     Absent,
@@ -364,7 +364,7 @@ pub const RULES: [AlertRule; 11] = [
         hold_for: Duration::from_secs(600),
         severity: "warning",
         summary: "The drainer on {{ $labels.instance }} keeps sending entries it cannot remove",
-        description: "For 10 minutes the spool on {{ $labels.instance }} has failed to remove or move entries it had settled (failed removals or moves in the last 10 minutes: {{ $value | printf \"%.0f\" }}) and has not shrunk: the drainer sends the same entries again (answered 412 and proven already stored) after each pause. The spool's directory refuses removals (read-only, permissions, or a failing disk).",
+        description: "For 10 minutes the spool on {{ $labels.instance }} has failed to remove or move entries it had settled (failed removals or moves in the last 10 minutes: {{ $value | printf \"%.0f\" }}) and has not shrunk: the entries are delivered (the objects are in the bucket) and the remover tries their removal again after each pause. The spool's directory refuses removals (read-only, permissions, or a failing disk).",
     },
     AlertRule {
         name: "SpoolMetricsAbsent",

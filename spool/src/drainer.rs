@@ -497,7 +497,7 @@ impl Worker {
     }
 }
 
-/// Writes an entry create-if-absent and says what to do next (see the module's table).
+/// Writes an entry in its mode and says what to do next (see the module's table).
 async fn attempt(
     spool: &Spool,
     remote: &Remote,
@@ -508,9 +508,13 @@ async fn attempt(
     let metrics = spool.metrics();
     let timeout = config.write_timeout(payload.len() as u64);
     let started = Instant::now();
-    let result = remote
-        .put_if_absent(&header.name, payload.clone(), &header.attributes, timeout)
-        .await;
+    let result = match remote.path(&header.name) {
+        Ok(path) => {
+            let attributes = &header.attributes;
+            (remote.put_at(&path, payload.clone(), attributes, header.mode, timeout)).await
+        }
+        Err(e) => Err(StoreError::InvalidName(e)),
+    };
     metrics
         .drain_write_seconds
         .observe(started.elapsed().as_secs_f64());
@@ -529,8 +533,8 @@ async fn attempt(
     settle_existing(metrics, error, existing.map_err(StreamError::Store))
 }
 
-/// Streams an entry over `stream_min_bytes` from its file to the store,
-/// create-if-absent (`remote/streamed.rs`), and says what to do next, as [`attempt`].
+/// Streams an entry over `stream_min_bytes` from its file to the store, in its
+/// mode (`remote/streamed.rs`), and says what to do next, as [`attempt`].
 async fn attempt_streamed(
     spool: &Spool,
     remote: &Remote,
@@ -555,16 +559,18 @@ async fn attempt_streamed(
     let key = staging_key(&header.name, &tag);
     let started = Instant::now();
     let part_bytes = config.part_bytes;
-    let result = remote
-        .put_streamed_if_absent(
-            &header.name,
-            &key,
-            file,
-            &header.attributes,
-            part_bytes,
-            timeout,
-        )
-        .await;
+    let put = remote.put_streamed(
+        &header.name,
+        &key,
+        file,
+        &header.attributes,
+        header.mode,
+        part_bytes,
+    );
+    let result = match tokio::time::timeout(timeout, put).await {
+        Ok(result) => result,
+        Err(_) => Err(StreamError::Store(StoreError::Timeout(timeout))),
+    };
     metrics
         .drain_write_seconds
         .observe(started.elapsed().as_secs_f64());

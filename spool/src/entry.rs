@@ -1,12 +1,17 @@
 //! The on-disk entry format: one file per pending object.
 //!
-//! Version 2 (written since 2026-12; version 1 files are still read):
+//! Version 3 (written since 2026-12-06; versions 1 and 2 are still read):
 //!
 //! ```text
 //! offset  size  field
 //!      0     8  magic "SPOOLENT"
-//!      8     2  format version (2), little-endian like every integer below
-//!     10     2  object name length n, in bytes (at most 1024)
+//!      8     1  format version (3); versions 1 and 2 wrote a little-endian u16 here,
+//!               so their byte 9 is zero
+//!      9     1  flags: bit 0 set for WriteMode::Overwrite, clear for
+//!               CreateIfAbsent; the other bits zero (versions 1 and 2: zero, every
+//!               entry create-if-absent)
+//!     10     2  object name length n, in bytes (at most 1024), little-endian like
+//!               every integer below
 //!     12     4  attribute block length a, in bytes (at most 8 KiB; version 1: zero)
 //!     16     8  sequence number (the entry's place in the drain order)
 //!     24     8  creation time, milliseconds since the Unix epoch (for ages)
@@ -34,17 +39,20 @@ use bytes::{BufMut, Bytes, BytesMut};
 use object_store::{Attribute, AttributeValue, Attributes};
 
 use crate::disk::Contents;
+use crate::write_mode::WriteMode;
 
 /// The first eight bytes of every entry file.
 pub const MAGIC: [u8; 8] = *b"SPOOLENT";
 /// The format version this code writes.
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 /// The oldest format version this code reads.
 pub const OLDEST_READABLE_VERSION: u16 = 1;
 /// Size of the fixed part of the header, before the object name.
 pub const FIXED_HEADER_BYTES: usize = 48;
 /// Largest attribute block, in bytes: Cloud Storage's limit on custom metadata.
 pub const MAX_ATTRIBUTE_BYTES: usize = 8 * 1024;
+/// Flag bit: the entry overwrites ([`WriteMode::Overwrite`]).
+const FLAG_OVERWRITE: u8 = 1;
 
 /// Everything an entry records about its object, except the bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +65,8 @@ pub struct Header {
     pub name: String,
     /// The object's attributes, sent with its drain write.
     pub attributes: Attributes,
+    /// What its drain write does to an object already under its name.
+    pub mode: WriteMode,
     /// Length of the encoded attribute block, in bytes.
     pub attribute_bytes: u32,
     /// Payload length in bytes.
@@ -101,6 +111,9 @@ pub enum Corrupt {
     /// Written by a format version this code does not read.
     #[error("unsupported entry format version {0}")]
     UnsupportedVersion(u16),
+    /// Flag bits this version of the spool does not know.
+    #[error("unknown entry flags {0:#04x}")]
+    UnknownFlags(u8),
     /// The header checksum does not match.
     #[error("header checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
     HeaderChecksum {
@@ -283,6 +296,7 @@ pub fn encode(
     seq: u64,
     created_unix_ms: u64,
     name: &str,
+    mode: WriteMode,
     attributes: &[u8],
     payload: &[u8],
 ) -> Bytes {
@@ -290,6 +304,7 @@ pub fn encode(
         seq,
         created_unix_ms,
         name,
+        mode,
         attributes,
         Bytes::copy_from_slice(payload),
     )
@@ -302,6 +317,7 @@ pub fn encode_pieces(
     seq: u64,
     created_unix_ms: u64,
     name: &str,
+    mode: WriteMode,
     attributes: &[u8],
     payload: Bytes,
 ) -> Contents {
@@ -309,6 +325,7 @@ pub fn encode_pieces(
         seq,
         created_unix_ms,
         name,
+        mode,
         attributes,
         payload.len() as u64,
         crc32c::crc32c(&payload),
@@ -328,6 +345,7 @@ pub fn encode_head(
     seq: u64,
     created_unix_ms: u64,
     name: &str,
+    mode: WriteMode,
     attributes: &[u8],
     payload_len: u64,
     payload_crc32c: u32,
@@ -338,7 +356,11 @@ pub fn encode_head(
     let head_len = head_bytes(name.len(), attributes.len());
     let mut buf = BytesMut::with_capacity(head_len);
     buf.put_slice(&MAGIC);
-    buf.put_u16_le(FORMAT_VERSION);
+    buf.put_u8(FORMAT_VERSION as u8);
+    buf.put_u8(match mode {
+        WriteMode::CreateIfAbsent => 0,
+        WriteMode::Overwrite => FLAG_OVERWRITE,
+    });
     buf.put_u16_le(name_len);
     buf.put_u32_le(attribute_len);
     buf.put_u64_le(seq);
@@ -377,10 +399,7 @@ pub fn decode_header(file: &[u8]) -> Result<(Header, usize), Corrupt> {
     let u16_at = |at: usize| u16::from_le_bytes(file[at..at + 2].try_into().unwrap());
     let u32_at = |at: usize| u32::from_le_bytes(file[at..at + 4].try_into().unwrap());
     let u64_at = |at: usize| u64::from_le_bytes(file[at..at + 8].try_into().unwrap());
-    let version = u16_at(8);
-    if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
-        return Err(Corrupt::UnsupportedVersion(version));
-    }
+    let mode = decode_version_and_flags(file[8], file[9])?;
     let name_end = FIXED_HEADER_BYTES + usize::from(u16_at(10));
     // Version 1 kept these four bytes zero; they are covered by the checksum.
     let attribute_bytes = u32_at(12);
@@ -407,11 +426,29 @@ pub fn decode_header(file: &[u8]) -> Result<(Header, usize), Corrupt> {
         created_unix_ms: u64_at(24),
         name,
         attributes: decode_attributes(&file[name_end..header_end])?,
+        mode,
         attribute_bytes,
         payload_len: u64_at(32),
         payload_crc32c: u32_at(40),
     };
     Ok((header, header_end))
+}
+
+/// The write mode bytes 8 and 9 of a header say, or why they cannot be read: a
+/// version this code does not read (versions 1 and 2 wrote a `u16`, so a second byte
+/// other than zero is a version past 255), or flags it does not know.
+fn decode_version_and_flags(version: u8, flags: u8) -> Result<WriteMode, Corrupt> {
+    let version = u16::from(version);
+    if version < 3 && flags != 0 || !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
+        return Err(Corrupt::UnsupportedVersion(
+            version | (u16::from(flags) << 8),
+        ));
+    }
+    match flags {
+        0 => Ok(WriteMode::CreateIfAbsent),
+        FLAG_OVERWRITE => Ok(WriteMode::Overwrite),
+        unknown => Err(Corrupt::UnknownFlags(unknown)),
+    }
 }
 
 /// Decodes a whole entry file and checks every field, the length and both checksums.
@@ -483,15 +520,19 @@ mod tests {
     #[test]
     fn an_entry_in_pieces_is_the_flat_entry_and_keeps_the_callers_payload() {
         let payload = Bytes::from_static(b"the caller's bytes");
-        let pieces = encode_pieces(3, 17, "a/b", &[], payload.clone());
+        let pieces = encode_pieces(3, 17, "a/b", WriteMode::Overwrite, &[], payload.clone());
         assert_eq!(
             pieces.body.as_ptr(),
             payload.as_ptr(),
             "the payload was copied"
         );
-        assert_eq!(pieces.to_bytes(), encode(3, 17, "a/b", &[], &payload));
+        assert_eq!(
+            pieces.to_bytes(),
+            encode(3, 17, "a/b", WriteMode::Overwrite, &[], &payload)
+        );
         let (header, body) = decode(pieces.to_bytes()).unwrap();
         assert_eq!((header.seq, header.payload_len), (3, payload.len() as u64));
+        assert_eq!(header.mode, WriteMode::Overwrite);
         assert_eq!(body, payload);
     }
 
@@ -505,7 +546,14 @@ mod tests {
 
     fn sample() -> Bytes {
         let block = encode_attributes(&attributes()).unwrap();
-        encode(7, 1_700_000_000_000, "dir/obj.bin", &block, b"hello world")
+        encode(
+            7,
+            1_700_000_000_000,
+            "dir/obj.bin",
+            WriteMode::CreateIfAbsent,
+            &block,
+            b"hello world",
+        )
     }
 
     #[test]
@@ -515,6 +563,7 @@ mod tests {
         assert_eq!(header.created_unix_ms, 1_700_000_000_000);
         assert_eq!(header.name, "dir/obj.bin");
         assert_eq!(header.attributes, attributes());
+        assert_eq!(header.mode, WriteMode::CreateIfAbsent);
         assert_eq!(header.payload_len, 11);
         assert_eq!(header.payload_crc32c, crc32c::crc32c(b"hello world"));
         assert_eq!(&payload[..], b"hello world");
@@ -595,7 +644,35 @@ mod tests {
             (1, "logs/2026-10-08/a.json")
         );
         assert!(header.attributes.is_empty());
+        assert_eq!(header.mode, WriteMode::CreateIfAbsent);
         assert_eq!(&payload[..], b"{\"outage\":true}");
+    }
+
+    /// A header whose bytes 8 and 9 are `version` and `flags`, checksummed.
+    fn with_version_and_flags(version: u8, flags: u8) -> Bytes {
+        let mut file = sample().to_vec();
+        (file[8], file[9]) = (version, flags);
+        let name_end = FIXED_HEADER_BYTES + "dir/obj.bin".len();
+        let header_end = name_end + encode_attributes(&attributes()).unwrap().len();
+        let crc = crc32c::crc32c_append(
+            crc32c::crc32c(&file[..44]),
+            &file[FIXED_HEADER_BYTES..header_end],
+        );
+        file[44..48].copy_from_slice(&crc.to_le_bytes());
+        Bytes::from(file)
+    }
+
+    #[test]
+    fn versions_and_flags_are_read_as_written_and_unknown_ones_refused() {
+        let mode =
+            |version, flags| decode(with_version_and_flags(version, flags)).map(|e| e.0.mode);
+        assert_eq!(mode(2, 0), Ok(WriteMode::CreateIfAbsent));
+        assert_eq!(mode(3, 0), Ok(WriteMode::CreateIfAbsent));
+        assert_eq!(mode(3, 1), Ok(WriteMode::Overwrite));
+        // Version 2 wrote a u16: a second byte is a version past 255.
+        assert_eq!(mode(2, 1), Err(Corrupt::UnsupportedVersion(0x0102)));
+        assert_eq!(mode(4, 0), Err(Corrupt::UnsupportedVersion(4)));
+        assert_eq!(mode(3, 2), Err(Corrupt::UnknownFlags(2)));
     }
 
     #[test]

@@ -167,6 +167,7 @@ pub fn summary(dir: &Path) -> io::Result<Summary> {
                 Some(h) => layout::Listed {
                     created_unix_ms: h.created_unix_ms,
                     file_bytes: h.file_bytes(),
+                    name_key: Some(crate::name::key(&h.name)),
                 },
                 None => {
                     summary.unreadable += 1;
@@ -349,6 +350,7 @@ mod tests {
             receipt.seq,
             receipt.created_unix_ms,
             receipt.file_bytes,
+            crate::name::key("a"),
         ));
         let mut bytes = std::fs::read(&path).unwrap();
         *bytes.last_mut().unwrap() ^= 1;
@@ -374,8 +376,9 @@ mod tests {
                 .await
                 .unwrap(),
         );
-        let bytes = crate::entry::encode(1, 0, "a\nb", &[], b"payload");
-        let file = layout::entry_file_name(1, 0, bytes.len() as u64);
+        let mode = crate::WriteMode::CreateIfAbsent;
+        let bytes = crate::entry::encode(1, 0, "a\nb", mode, &[], b"payload");
+        let file = layout::entry_file_name(1, 0, bytes.len() as u64, crate::name::key("a\nb"));
         std::fs::write(dir.path().join(ENTRIES_DIR).join(&file), &bytes).unwrap();
 
         for depth in [Depth::Headers, Depth::Full] {

@@ -14,7 +14,7 @@
 //! - A put is acknowledged only when durable: file data synced, renamed into place,
 //!   directory synced. Concurrent puts share directory syncs.
 //! - The directory is listed once, at open; afterwards each put, claim and removal is
-//!   O(log n) in an in-memory index of about 40 bytes per entry.
+//!   O(log n) in an in-memory index of about 60 bytes per entry.
 //! - An fsync error is never retried: the spool stops accepting writes. A full disk is
 //!   backpressure, not a crash.
 //! - Four seams, one narrow trait each, are where a simulation swaps the world:
@@ -64,6 +64,7 @@ pub mod stats;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod uploader;
+pub mod write_mode;
 
 pub use backoff::{BackoffConfig, Jitter};
 pub use clock::{Clock, SystemClock};
@@ -78,3 +79,4 @@ pub use spool::{
 };
 pub use stats::Stats;
 pub use uploader::{Outcome, Uploader, UploaderConfig};
+pub use write_mode::WriteMode;

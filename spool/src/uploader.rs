@@ -16,6 +16,7 @@ use crate::error::{PutError, StoreError, UploadError};
 use crate::metrics::{UploadOutcome, WritePath};
 use crate::remote::{Existing, Remote};
 use crate::spool::{Spool, Staged};
+use crate::write_mode::WriteMode;
 
 /// Settings for an [`Uploader`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,22 +125,39 @@ impl Uploader {
         self.upload_with(name, payload, &Attributes::new()).await
     }
 
-    /// Makes `payload` safe under the object name `name`, with `attributes` (content
-    /// type, encoding, cache control, disposition, custom metadata: `object_store`'s
-    /// [`Attributes`], as in its `PutOptions`): in the store, or durably in the
-    /// spool, whose drainer writes the same attributes.
-    ///
-    /// The name is checked first and nothing is sent if the client cannot write it
-    /// exactly. A write answered "already exists" is [`Outcome::Stored`] when the
-    /// object there is proven to hold these bytes (an earlier try landed), and
-    /// refused when it holds others or cannot be checked.
+    /// Makes `payload` safe under the object name `name`, with `attributes`,
+    /// create-if-absent: [`Uploader::upload_with_mode`] with
+    /// [`WriteMode::CreateIfAbsent`].
     pub async fn upload_with(
         &self,
         name: &str,
         payload: Bytes,
         attributes: &Attributes,
     ) -> Result<Outcome, UploadError> {
-        let result = self.try_upload(name, payload, attributes).await;
+        (self.upload_with_mode(name, payload, attributes, WriteMode::CreateIfAbsent)).await
+    }
+
+    /// Makes `payload` safe under the object name `name`, with `attributes` (content
+    /// type, encoding, cache control, disposition, custom metadata: `object_store`'s
+    /// [`Attributes`], as in its `PutOptions`), written in `mode`: in the store, or
+    /// durably in the spool, whose drainer writes the same attributes in the same
+    /// mode.
+    ///
+    /// The name is checked first and nothing is sent if the client cannot write it
+    /// exactly. While the spool holds an entry of `name` ([`Spool::holds_name`]),
+    /// the object is spooled behind it rather than written past it, so that the
+    /// store sees one name's writes in the order they were made safe. A
+    /// create-if-absent write answered "already exists" is [`Outcome::Stored`]
+    /// when the object there is proven to hold these bytes (an earlier try landed),
+    /// and refused when it holds others or cannot be checked.
+    pub async fn upload_with_mode(
+        &self,
+        name: &str,
+        payload: Bytes,
+        attributes: &Attributes,
+        mode: WriteMode,
+    ) -> Result<Outcome, UploadError> {
+        let result = self.try_upload(name, payload, attributes, mode).await;
         self.spool.metrics().upload(UploadOutcome::of(&result));
         result
     }
@@ -149,26 +167,39 @@ impl Uploader {
         name: &str,
         payload: Bytes,
         attributes: &Attributes,
+        mode: WriteMode,
     ) -> Result<Outcome, UploadError> {
         // Checked once, before anything is sent; the spool takes them as checked.
         let path = self.remote.path(name)?;
         let encoded = crate::entry::encode_attributes(attributes)?;
-        if self.config.ordered && !self.spool.is_empty() {
-            return self.spool_it(name, payload, encoded, None).await;
+        let object = (name, mode);
+        if self.spool_first(name) {
+            return self.spool_it(object, payload, encoded, None).await;
         }
-        match self.write_direct(name, &path, &payload, attributes).await {
+        match self
+            .write_direct(name, &path, &payload, attributes, mode)
+            .await
+        {
             Direct::Stored => Ok(Outcome::Stored),
-            Direct::Spool(e) => self.spool_it(name, payload, encoded, Some(e)).await,
+            Direct::Spool(e) => self.spool_it(object, payload, encoded, Some(e)).await,
             Direct::Refused(e) => Err(UploadError::Refused(e)),
         }
     }
 
-    /// Makes a streamed object safe, as [`Uploader::upload_with`] does an object in
-    /// memory: `staged` holds its payload in the spool's temp file, with
-    /// `attributes` (those it was staged with). Up to `direct_max_bytes` it is read
-    /// back and tried in the store once; it is committed to the spool when that
-    /// fails retryably, when it is larger, or when order is kept and the spool is
-    /// not empty, and discarded otherwise.
+    /// Whether a write of `name` must go to the spool without trying the store:
+    /// an entry of the name is there (its writes keep their order), or order is
+    /// kept for every name and the spool is not empty.
+    fn spool_first(&self, name: &str) -> bool {
+        (self.config.ordered && !self.spool.is_empty()) || self.spool.holds_name(name)
+    }
+
+    /// Makes a streamed object safe, as [`Uploader::upload_with_mode`] does an
+    /// object in memory: `staged` holds its payload in the spool's temp file, with
+    /// `attributes` (those it was staged with), to be written in its mode
+    /// ([`Staged::mode`]). Up to `direct_max_bytes` it is read back and tried in the
+    /// store once, larger ones streamed from the file; it is committed to the spool
+    /// when that fails retryably, or at once when the spool holds an entry of its
+    /// name (or order is kept and the spool is not empty), and discarded otherwise.
     pub async fn upload_staged(
         &self,
         staged: Staged,
@@ -184,8 +215,7 @@ impl Uploader {
         staged: Staged,
         attributes: &Attributes,
     ) -> Result<Outcome, UploadError> {
-        let spool_first = self.config.ordered && !self.spool.is_empty();
-        if spool_first {
+        if self.spool_first(staged.name()) {
             return self.commit_staged(staged, None).await;
         }
         if staged.payload_len() > self.config.direct_max_bytes {
@@ -224,7 +254,8 @@ impl Uploader {
                 return Err(UploadError::Refused(StoreError::InvalidName(e)));
             }
         };
-        match self.write_direct(&name, &path, &payload, attributes).await {
+        let mode = staged.mode();
+        match (self.write_direct(&name, &path, &payload, attributes, mode)).await {
             Direct::Stored => {
                 staged.discard().await;
                 Ok(Outcome::Stored)
@@ -237,21 +268,22 @@ impl Uploader {
         }
     }
 
-    /// One create-if-absent write of `payload` as `name` (at `path`, its store
-    /// path), timed and counted, with a 412 proven or refused.
+    /// One write of `payload` as `name` (at `path`, its store path) in `mode`,
+    /// timed and counted, with a 412 to a create-if-absent write proven or refused.
     async fn write_direct(
         &self,
         name: &str,
         path: &object_store::path::Path,
         payload: &Bytes,
         attributes: &Attributes,
+        mode: WriteMode,
     ) -> Direct {
         let metrics = self.spool.metrics();
         let started = Instant::now();
         let timeout = self.config.put_timeout;
         let result = self
             .remote
-            .put_if_absent_at(path, payload.clone(), attributes, timeout)
+            .put_at(path, payload.clone(), attributes, mode, timeout)
             .await;
         metrics
             .upload_direct_seconds
@@ -277,9 +309,10 @@ impl Uploader {
         }
     }
 
-    /// One create-if-absent write of a staged object too large to hold, streamed
-    /// from its temp file, timed and counted, with a 412 proven or refused; `Err`
-    /// when the temp file cannot be read or is damaged (nothing is written then).
+    /// One write of a staged object too large to hold, streamed from its temp
+    /// file in its mode, timed and counted, with a 412 to a create-if-absent write
+    /// proven or refused; `Err` when the temp file cannot be read or is damaged
+    /// (nothing is written then).
     async fn write_streamed(
         &self,
         staged: &Staged,
@@ -294,10 +327,20 @@ impl Uploader {
         let key = crate::remote::staging_key(staged.name(), &tag);
         let name = staged.name();
         let started = Instant::now();
-        let result = self
-            .remote
-            .put_streamed_if_absent(name, &key, file, attributes, config.part_bytes, timeout)
-            .await;
+        let put = (self.remote).put_streamed(
+            name,
+            &key,
+            file,
+            attributes,
+            staged.mode(),
+            config.part_bytes,
+        );
+        let result = match tokio::time::timeout(timeout, put).await {
+            Ok(result) => result,
+            Err(_) => Err(crate::remote::StreamError::Store(StoreError::Timeout(
+                timeout,
+            ))),
+        };
         metrics
             .upload_direct_seconds
             .observe(started.elapsed().as_secs_f64());
@@ -368,17 +411,17 @@ impl Uploader {
         }
     }
 
-    /// Puts an object whose name and attributes `try_upload` checked (`encoded`:
-    /// the attributes as the entry holds them) into the spool.
+    /// Puts an object (its name and mode) whose name and attributes `try_upload`
+    /// checked (`encoded`: the attributes as the entry holds them) into the spool.
     async fn spool_it(
         &self,
-        name: &str,
+        (name, mode): (&str, WriteMode),
         payload: Bytes,
         encoded: Vec<u8>,
         store_error: Option<StoreError>,
     ) -> Result<Outcome, UploadError> {
         let started = Instant::now();
-        let result = self.spool.put_checked(name, payload, encoded).await;
+        let result = self.spool.put_checked(name, mode, payload, encoded).await;
         self.spooled(started, result, store_error)
     }
 
@@ -705,16 +748,59 @@ mod tests {
     async fn a_retry_of_a_write_that_landed_is_told_stored() {
         // The first try landed but its caller saw a failure (and the object was
         // spooled); the caller's own retry is answered 412 and the bytes match.
-        let (up, _, store) = setup(Mode::CommitThenFail, UploaderConfig::default()).await;
+        let (up, spool, store) = setup(Mode::CommitThenFail, UploaderConfig::default()).await;
         assert!(matches!(
             up.upload("a", Bytes::from_static(b"1")).await.unwrap(),
             Outcome::Spooled { .. }
         ));
+        // The entry delivered and its removal durable: the name is free again.
+        let claim = spool.claim_oldest().unwrap();
+        spool.remove(claim).await.unwrap();
+        spool.sync_removals().await.unwrap();
         store.set_mode(Mode::Healthy);
         assert_eq!(
             up.upload("a", Bytes::from_static(b"1")).await.unwrap(),
             Outcome::Stored
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_of_a_name_the_spool_holds_is_spooled_behind_it_not_sent_past_it() {
+        let (up, spool, store) = setup(Mode::Down, UploaderConfig::default()).await;
+        let mode = WriteMode::Overwrite;
+        let none = &Attributes::new();
+        let first = up.upload_with_mode("latest.json", Bytes::from_static(b"1"), none, mode);
+        assert!(matches!(first.await.unwrap(), Outcome::Spooled { .. }));
+        store.set_mode(Mode::Healthy);
+        let attempts = store.put_attempts.load(Ordering::SeqCst);
+        // The store is healthy, but a direct write would land before the spooled one
+        // and be overwritten by it: the newer write goes behind the older.
+        let second = up.upload_with_mode("latest.json", Bytes::from_static(b"2"), none, mode);
+        assert!(matches!(second.await.unwrap(), Outcome::Spooled { .. }));
+        let other = up.upload_with_mode("other.json", Bytes::from_static(b"3"), none, mode);
+        assert_eq!(
+            other.await.unwrap(),
+            Outcome::Stored,
+            "other names go direct"
+        );
+        assert_eq!(store.put_attempts.load(Ordering::SeqCst), attempts + 1);
+        // Delivered in order, the name ends with the newer bytes; once the removals
+        // are durable, writes of it go direct again.
+        let drainer = crate::Drainer::start(spool.clone(), up.remote.clone(), Default::default());
+        tokio::time::timeout(std::time::Duration::from_secs(30), spool.wait_until_empty())
+            .await
+            .unwrap();
+        drainer.shutdown().await;
+        let latest = || async {
+            let contents = store.contents().await;
+            let found = contents.iter().find(|(name, _)| name == "latest.json");
+            found.map(|(_, bytes)| bytes.clone()).unwrap()
+        };
+        assert_eq!(latest().await, "2");
+        spool.sync_removals().await.unwrap();
+        let third = up.upload_with_mode("latest.json", Bytes::from_static(b"4"), none, mode);
+        assert_eq!(third.await.unwrap(), Outcome::Stored);
+        assert_eq!(latest().await, "4");
     }
 
     #[tokio::test]

@@ -74,6 +74,7 @@ async fn verify_exits_1_and_names_a_corrupt_entry() {
             receipt.seq,
             receipt.created_unix_ms,
             receipt.file_bytes,
+            spool::name::key("x"),
         ));
     let mut bytes = std::fs::read(&file).unwrap();
     *bytes.last_mut().unwrap() ^= 0x40;
@@ -143,7 +144,7 @@ async fn ls_with_a_limit_reads_only_the_headers_it_shows() {
     let fifo = dir
         .path()
         .join("entries")
-        .join(spool::layout::entry_file_name(99, 0, 100));
+        .join(spool::layout::entry_file_name(99, 0, 100, 0));
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success());
     let mut child = Command::new(env!("CARGO_BIN_EXE_spool"))

@@ -38,10 +38,10 @@ async fn requeue_on_a_spool_larger_than_the_default_bounds_is_not_refused_as_ful
         .unwrap();
     drop(spool);
     // A 1.2 GB backlog as open sees it: open indexes entries from their names
-    // (sequence, creation time, size) without reading them, so 60 files named as
+    // (sequence, creation time, size, name key) without reading them, so 60 files named as
     // 20 MB entries stand for it without writing one.
     for seq in 1000..1060 {
-        let name = spool::layout::entry_file_name(seq, 1_791_453_600_000, 20_000_000);
+        let name = spool::layout::entry_file_name(seq, 1_791_453_600_000, 20_000_000, seq);
         std::fs::write(dir.path().join("entries").join(name), b"").unwrap();
     }
 

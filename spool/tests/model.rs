@@ -1,7 +1,7 @@
 //! Model-based test: random put / drain / release / dead-letter / corrupt / reopen
 //! sequences run against a real spool in a temp directory and against a tiny
-//! in-memory model; after every step they must agree on the entries, their order,
-//! their bytes and the counts. A corrupted entry is never handed out as valid: the
+//! in-memory model; after every step they must agree on the entries, their order
+//! (each name's oldest entry claimable, no other), their bytes and the counts. A corrupted entry is never handed out as valid: the
 //! read that would upload it fails verification and the entry is quarantined.
 //!
 //! `PROPTEST_CASES=5000 cargo test -p spool --test model` runs more cases.
@@ -273,6 +273,18 @@ impl StateMachineTest for SpoolTest {
         assert_eq!(stats.quarantined_files, model.quarantined, "quarantined");
         let oldest = sys.spool().claim_oldest().map(|c| c.seq());
         assert_eq!(oldest, model.entries.keys().next().copied(), "oldest");
+        // What the drainer may take: the oldest entry of each name, oldest first.
+        let claimable: Vec<u64> = (sys.spool().claim_oldest_batch(usize::MAX, u64::MAX, 1))
+            .iter()
+            .map(|c| c.seq())
+            .collect();
+        let mut firsts = BTreeMap::new();
+        for (&seq, (name, ..)) in &model.entries {
+            firsts.entry(name.clone()).or_insert(seq);
+        }
+        let mut firsts: Vec<u64> = firsts.into_values().collect();
+        firsts.sort_unstable();
+        assert_eq!(claimable, firsts, "claimable: each name's oldest entry");
     }
 }
 

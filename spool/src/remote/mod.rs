@@ -1,6 +1,6 @@
-//! Object-store access: create-if-absent writes with a timeout, the proof that an
-//! existing object is ours, and the one place where a client error becomes a retry
-//! decision.
+//! Object-store access: writes with a timeout, create-if-absent or overwriting
+//! ([`WriteMode`]), the proof that an existing object is ours, and the one place
+//! where a client error becomes a retry decision.
 //!
 //! Any `object_store` backend works; with Cloud Storage, `PutMode::Create` sends
 //! `x-goog-if-generation-match: 0`, so a retry of a write that already landed gets
@@ -20,12 +20,11 @@ use std::time::Duration;
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use object_store::path::Path;
-use object_store::{
-    Attributes, GetOptions, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
-};
+use object_store::{Attributes, GetOptions, ObjectStore, ObjectStoreExt, PutOptions, PutPayload};
 
 use crate::error::StoreError;
 use crate::name::InvalidName;
+use crate::write_mode::WriteMode;
 
 mod streamed;
 
@@ -98,8 +97,29 @@ impl Remote {
         attributes: &Attributes,
         timeout: Duration,
     ) -> Result<(), StoreError> {
+        (self.put_at(
+            path,
+            payload,
+            attributes,
+            WriteMode::CreateIfAbsent,
+            timeout,
+        ))
+        .await
+    }
+
+    /// Writes `payload` with `attributes` at `path` (from [`Remote::path`]) in
+    /// `mode`, giving up after `timeout`. Only a create-if-absent write can be
+    /// answered [`StoreError::AlreadyExists`].
+    pub async fn put_at(
+        &self,
+        path: &Path,
+        payload: Bytes,
+        attributes: &Attributes,
+        mode: WriteMode,
+        timeout: Duration,
+    ) -> Result<(), StoreError> {
         let options = PutOptions {
-            mode: PutMode::Create,
+            mode: mode.put_mode(),
             attributes: attributes.clone(),
             ..PutOptions::default()
         };

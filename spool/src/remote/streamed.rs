@@ -1,6 +1,7 @@
-//! Objects of any size written create-if-absent, their bytes read from a file on the
-//! spool's disk one part at a time: memory is one part (`part_bytes`), whatever the
-//! object's size.
+//! Objects of any size, their bytes read from a file on the spool's disk one part at
+//! a time: memory is one part (`part_bytes`), whatever the object's size. An
+//! overwrite is one multipart upload to the object's name; a create-if-absent write
+//! takes the three steps below.
 //!
 //! Cloud Storage cannot put a precondition on a multipart upload (Google's "Request
 //! preconditions": 400 `NotImplemented`), and `object_store`'s multipart uploads
@@ -33,6 +34,7 @@ use object_store::{
 use super::{Existing, Remote, classify, hex, md5_etag};
 use crate::disk::Disk;
 use crate::error::StoreError;
+use crate::write_mode::WriteMode;
 
 /// Where large objects are uploaded before they are copied under their names. Give
 /// it a lifecycle rule that deletes objects older than a day: a crash between the
@@ -172,26 +174,46 @@ impl Remote {
         part_bytes: u64,
         timeout: Duration,
     ) -> Result<(), StreamError> {
-        let path = self.path(name).map_err(StoreError::InvalidName)?;
-        let staging = self.path(&format!("{STAGING_PREFIX}{staging_key}"));
-        let staging = staging.map_err(StoreError::InvalidName)?;
-        let write = async {
-            self.upload_staging(&staging, file, attributes, part_bytes)
-                .await?;
-            let copied = self.store.copy_if_not_exists(&staging, &path).await;
-            if let Err(e) = self.store.delete(&staging).await {
-                tracing::warn!(staging = %staging, error = %e, "cannot delete a staging object; a lifecycle rule on the staging prefix removes it");
-            }
-            copied.map_err(|e| StreamError::Store(classify(e)))
-        };
-        match tokio::time::timeout(timeout, write).await {
+        let mode = WriteMode::CreateIfAbsent;
+        let put = self.put_streamed(name, staging_key, file, attributes, mode, part_bytes);
+        match tokio::time::timeout(timeout, put).await {
             Ok(result) => result,
             Err(_) => Err(StreamError::Store(StoreError::Timeout(timeout))),
         }
     }
 
-    /// Step 1: the multipart upload to `staging`, one part in memory at a time,
-    /// aborted (best effort) when a part fails or the bytes are damaged.
+    /// Writes the payload in `file` with `attributes` as `name` in `mode`, in parts
+    /// of `part_bytes`, with no timeout of its own: create-if-absent through a
+    /// staging object and a conditional copy (see the module doc); an overwrite
+    /// straight to the name (a multipart upload's object appears whole at its
+    /// completion or not at all).
+    pub async fn put_streamed(
+        &self,
+        name: &str,
+        staging_key: &str,
+        file: PayloadFile<'_>,
+        attributes: &Attributes,
+        mode: WriteMode,
+        part_bytes: u64,
+    ) -> Result<(), StreamError> {
+        let path = self.path(name).map_err(StoreError::InvalidName)?;
+        if mode == WriteMode::Overwrite {
+            return (self.upload_staging(&path, file, attributes, part_bytes)).await;
+        }
+        let staging = self.path(&format!("{STAGING_PREFIX}{staging_key}"));
+        let staging = staging.map_err(StoreError::InvalidName)?;
+        self.upload_staging(&staging, file, attributes, part_bytes)
+            .await?;
+        let copied = self.store.copy_if_not_exists(&staging, &path).await;
+        if let Err(e) = self.store.delete(&staging).await {
+            tracing::warn!(staging = %staging, error = %e, "cannot delete a staging object; a lifecycle rule on the staging prefix removes it");
+        }
+        copied.map_err(|e| StreamError::Store(classify(e)))
+    }
+
+    /// Step 1: the multipart upload to `staging` (or, for an overwrite, to the
+    /// object's own name), one part in memory at a time, aborted (best effort)
+    /// when a part fails or the bytes are damaged.
     async fn upload_staging(
         &self,
         staging: &ObjectPath,

@@ -172,11 +172,11 @@ impl Spool {
         {
             let state = self.state();
             let config = &inner.config;
-            if state.index.contains_key(&header.seq) {
+            if state.index.contains(header.seq) {
                 return Err(format!("entry {} is already queued", header.seq));
             }
             if state.index.len() as u64 + state.reserved_files >= config.max_files
-                || state.bytes + state.reserved_bytes + file_bytes > config.max_bytes
+                || state.index.bytes() + state.reserved_bytes + file_bytes > config.max_bytes
             {
                 return Err("the spool is full".into());
             }
@@ -191,18 +191,14 @@ impl Spool {
             .remove(&from.path.join(format!("{file}{note_suffix}")))
             .await;
         let mut state = self.state();
-        state.index.insert(
-            header.seq,
-            super::Meta {
-                file_bytes,
-                created_unix_ms: header.created_unix_ms,
-                claimed: false,
-                legacy_name: listed.listed.is_none(),
-                read_failures: 0,
-                withdrawn: false,
-            },
-        );
-        state.bytes += file_bytes;
+        let naming = match listed.listed {
+            None => super::Naming::Legacy,
+            Some(layout::Listed { name_key: None, .. }) => super::Naming::Unkeyed,
+            Some(_) => super::Naming::Keyed,
+        };
+        let name_key = crate::name::key(&header.name);
+        let meta = super::Meta::new(file_bytes, header.created_unix_ms, name_key, naming);
+        state.index.insert(header.seq, meta);
         if std::ptr::eq(from, &inner.dead_letter) {
             state.dead_letter_files -= 1;
         } else {

@@ -9,12 +9,17 @@
 //! store answers "already exists". A removal that must not come back (an object
 //! deleted through the relay) is made durable at once with [`Spool::sync_removals`].
 //!
-//! A removal that fails (EIO, EROFS, EACCES) leaves the entry indexed, and the
-//! remover holds it back, still claimed, before giving it back to the queue:
-//! [`REMOVAL_RETRY_FIRST`] (1 s) after the first failure in a row, doubling to
-//! [`REMOVAL_RETRY_MAX`] (64 s). Given back at once, it would be claimed again by a
-//! worker whose backoff its delivery had just reset, sent again (answered "already
-//! exists", proven ours), and fail to go again, as fast as the store answers.
+//! A removal that fails (EIO, EROFS, EACCES) leaves the entry indexed, delivered and
+//! claimed, and the remover tries it again after a pause: [`REMOVAL_RETRY_FIRST`]
+//! (1 s) after the first failure in a row, doubling to [`REMOVAL_RETRY_MAX`] (64 s).
+//! The entry is never sent again: a later write of its name may have been delivered
+//! since, and an overwrite sent again would land the older bytes over it. (Before
+//! 2026-12-06 it went back to the queue and was sent again, answered "already
+//! exists" and proven ours.)
+//!
+//! Which entries a claim takes: the oldest the index says are claimable
+//! ([`super::index`]), the first undelivered entry of each name, so that one name's
+//! entries reach the store one at a time, in order.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -26,14 +31,15 @@ use tokio::time::Instant;
 
 use super::layout::{self, VerifyError};
 use super::{Meta, Spool, State, UNREADABLE_AFTER};
+
 use crate::entry::Header;
 
-/// How long a delivered entry whose removal failed is held back before it is given
-/// back to the queue, after the first failure in a row; it doubles with each further
-/// failure of the same entry, up to [`REMOVAL_RETRY_MAX`].
+/// How long the remover waits before it tries again to remove a delivered entry
+/// whose removal failed, after the first failure in a row; it doubles with each
+/// further failure of the same entry, up to [`REMOVAL_RETRY_MAX`].
 pub const REMOVAL_RETRY_FIRST: Duration = Duration::from_secs(1);
-/// The longest a delivered entry whose removals keep failing is held back between
-/// tries: each try costs one store write (answered "already exists") and a read back.
+/// The longest the remover waits between tries to remove a delivered entry whose
+/// removals keep failing.
 pub const REMOVAL_RETRY_MAX: Duration = Duration::from_secs(64);
 
 /// The pause after the `failures`-th failed removal in a row of one entry.
@@ -138,11 +144,13 @@ impl Spool {
         self.claim_oldest_batch(1, 0, 1).pop()
     }
 
-    /// Claims the oldest unclaimed entries, in order: at most `max_entries`, at most
+    /// Claims the oldest claimable entries, in order: at most `max_entries`, at most
     /// `max_bytes` of entry files (but always one, whatever its size), and at most
-    /// the unclaimed entries' share among `claimants` (but always one), so that
-    /// `claimants` workers claiming in turn all find work. Empty when nothing is
-    /// left to claim or the spool is reopening itself.
+    /// the claimable entries' share among `claimants` (but always one), so that
+    /// `claimants` workers claiming in turn all find work. An entry is claimable
+    /// when it is unclaimed and no older entry of its object name is still to be
+    /// delivered. Empty when nothing is left to claim or the spool is reopening
+    /// itself.
     pub fn claim_oldest_batch(
         &self,
         max_entries: usize,
@@ -153,23 +161,25 @@ impl Spool {
         if state.broken.is_some() {
             return Vec::new();
         }
-        let unclaimed = state.index.len() as u64 - state.claimed;
-        let share = unclaimed / claimants.max(1) as u64;
+        let claimable = state.index.claimable_len();
+        let share = claimable / claimants.max(1) as u64;
         let max_entries = (max_entries as u64).min(share).max(1) as usize;
-        let mut claims = Vec::with_capacity(max_entries.min(unclaimed as usize));
+        let mut taken = Vec::with_capacity(max_entries.min(claimable as usize));
         let mut bytes = 0;
         // Claimed entries are skipped: up to READ_AHEAD_ENTRIES per drainer worker,
         // and those waiting for the remover.
-        for (&seq, meta) in state.index.iter_mut().filter(|(_, m)| !m.claimed) {
-            if claims.len() == max_entries
-                || (!claims.is_empty() && bytes + meta.file_bytes > max_bytes)
+        for (seq, meta) in state.index.claimable() {
+            if taken.len() == max_entries
+                || (!taken.is_empty() && bytes + meta.file_bytes > max_bytes)
             {
                 break;
             }
             bytes += meta.file_bytes;
-            claims.push(self.claimed(seq, meta));
+            taken.push(seq);
         }
-        state.claimed += claims.len() as u64;
+        let claims = (taken.into_iter())
+            .filter_map(|seq| Some(self.claimed(seq, state.index.claim(seq)?)))
+            .collect();
         state.check(&self.inner.config);
         claims
     }
@@ -183,9 +193,7 @@ impl Spool {
         if state.broken.is_some() {
             return None;
         }
-        let meta = state.index.get_mut(&seq).filter(|meta| !meta.claimed)?;
-        let claim = self.claimed(seq, meta);
-        state.claimed += 1;
+        let claim = self.claimed(seq, state.index.claim(seq)?);
         state.check(&self.inner.config);
         Some(claim)
     }
@@ -199,7 +207,7 @@ impl Spool {
     /// with [`Spool::claim_entry`] instead).
     pub fn withdraw(&self, seq: u64) -> bool {
         let mut state = self.state();
-        let Some(meta) = state.index.get_mut(&seq).filter(|meta| meta.claimed) else {
+        let Some(meta) = state.index.get_mut(seq).filter(|meta| meta.claimed) else {
             return false;
         };
         meta.withdrawn = true;
@@ -212,7 +220,7 @@ impl Spool {
     pub fn is_withdrawn(&self, seq: u64) -> bool {
         self.state()
             .index
-            .get(&seq)
+            .get(seq)
             .is_some_and(|meta| meta.withdrawn)
     }
 
@@ -230,11 +238,9 @@ impl Spool {
         }
     }
 
-    /// Marks entry `seq` claimed and makes its claim (the caller counts it in
-    /// `State::claimed`).
-    fn claimed(&self, seq: u64, meta: &mut Meta) -> Claim {
-        debug_assert!(!meta.claimed);
-        meta.claimed = true;
+    /// The claim of entry `seq`, which the index has just marked claimed.
+    fn claimed(&self, seq: u64, meta: &Meta) -> Claim {
+        debug_assert!(meta.claimed);
         Claim {
             spool: self.clone(),
             seq,
@@ -326,7 +332,7 @@ impl Spool {
         read: io::Result<Vec<u8>>,
     ) -> Result<(Header, Bytes), ReadError> {
         let mut state = self.state();
-        let meta = state.index.get_mut(&claim.seq);
+        let meta = state.index.get_mut(claim.seq);
         match read {
             Ok(data) => {
                 if let Some(meta) = meta {
@@ -350,7 +356,7 @@ impl Spool {
     /// object still in the spool) must not pay for a listing of the whole backlog.
     pub fn entry_file(&self, seq: u64) -> Option<(PathBuf, u64)> {
         let state = self.state();
-        let meta = state.index.get(&seq)?;
+        let meta = state.index.get(seq)?;
         let path = self.inner.entries.path.join(meta.file_name(seq));
         Some((path, meta.file_bytes))
     }
@@ -358,7 +364,7 @@ impl Spool {
     /// The sequence numbers of every entry in the spool's index (claimed or not),
     /// oldest first. From the index alone, as [`Spool::entry_file`].
     pub fn entry_seqs(&self) -> Vec<u64> {
-        self.state().index.keys().copied().collect()
+        self.state().index.seqs()
     }
 
     /// Where a claimed entry's file is.
@@ -380,7 +386,7 @@ impl Spool {
         let read = self.inner.disk.read_range(&path, 0, longest as u64).await;
         match read {
             Ok(head) => {
-                if let Some(meta) = self.state().index.get_mut(&claim.seq) {
+                if let Some(meta) = self.state().index.get_mut(claim.seq) {
                     meta.read_failures = 0;
                 }
                 Ok(layout::verify_header(&claim.file, &head)?)
@@ -397,7 +403,7 @@ impl Spool {
     /// Counts one more failed read of entry `seq` in a row; returns the count.
     pub(crate) fn count_read_failure(&self, seq: u64) -> u8 {
         let mut state = self.state();
-        state.index.get_mut(&seq).map_or(UNREADABLE_AFTER, |m| {
+        state.index.get_mut(seq).map_or(UNREADABLE_AFTER, |m| {
             m.read_failures = m.read_failures.saturating_add(1);
             m.read_failures
         })
@@ -417,7 +423,7 @@ impl Spool {
                 let state = self.state();
                 let queued = state.removals.iter().any(|(s, _)| *s == seq);
                 if !queued && !state.removing.contains(&seq) {
-                    return match state.index.get(&seq) {
+                    return match state.index.get(seq) {
                         None => Ok(()),
                         Some(_) => Err(io::Error::other(format!(
                             "removing entry {seq} failed; it stays in the spool"
@@ -431,21 +437,28 @@ impl Spool {
 
     /// Hands a claimed entry whose object is safely in the store to the remover,
     /// which deletes queued entries in one call per batch and syncs `entries/` every
-    /// `remove_sync_batch` removals: the drainer's worker goes on at once. The entry
-    /// stays indexed (and claimed) until its removal succeeded; a failed removal
-    /// gives it back to the queue, and its next upload is answered "already exists".
+    /// `remove_sync_batch` removals: the drainer's worker goes on at once, and so
+    /// may the next entry of its object name. The entry stays indexed (delivered,
+    /// claimed) until its removal succeeded; a failed removal is tried again after
+    /// a pause, and the entry is never sent again.
     pub fn remove_in_background(&self, mut claim: Claim) {
         claim.settled = true;
         let mut state = self.state();
         debug_assert!(
-            state.index.get(&claim.seq).is_some_and(|m| m.claimed),
+            state.index.get(claim.seq).is_some_and(|m| m.claimed),
             "removal of an unclaimed entry {}",
             claim.seq
         );
+        let next_of_name = state.index.delivered(claim.seq);
         state
             .removals
             .push((claim.seq, std::mem::take(&mut claim.file)));
+        state.check(&self.inner.config);
         drop(state);
+        if next_of_name {
+            // The next entry of the name can be claimed: wake a waiting worker.
+            self.inner.changed.notify_waiters();
+        }
         self.inner.removals_wake.notify_one();
     }
 
@@ -455,7 +468,10 @@ impl Spool {
     /// back after one and land. A failed sync stops the spool as any failed
     /// directory sync does, and is returned.
     pub async fn sync_removals(&self) -> io::Result<()> {
-        self.sync_dir(&self.inner.entries).await
+        let upto = self.state().index.removals_made();
+        self.sync_dir(&self.inner.entries).await?;
+        self.state().index.removals_synced(upto);
+        Ok(())
     }
 
     /// Waits until every removal handed to the remover is done.
@@ -520,15 +536,12 @@ impl Spool {
                     Err(e) if e.kind() == io::ErrorKind::NotFound => removed += 1,
                     Err(e) => {
                         inner.metrics.remove_errors.inc();
-                        tracing::error!(error = %e, %file, "cannot remove a drained entry; it will be sent again after a pause");
+                        tracing::error!(error = %e, %file, "cannot remove a drained entry; its removal will be tried again after a pause");
                         failed.push(*seq);
                         continue;
                     }
                 }
-                if let Some(meta) = state.index.remove(seq) {
-                    state.bytes -= meta.file_bytes;
-                    state.claimed -= 1;
-                }
+                state.index.remove(*seq);
             }
             state.unsynced_removes += removed;
             let due = state.unsynced_removes >= inner.config.remove_sync_batch
@@ -537,10 +550,12 @@ impl Spool {
                 state.unsynced_removes = 0;
             }
             state.check(&inner.config);
-            due
+            due.then(|| state.index.removals_made())
         };
-        if sync_now {
-            let _ = self.sync_dir(&inner.entries).await;
+        if let Some(upto) = sync_now
+            && self.sync_dir(&inner.entries).await.is_ok()
+        {
+            self.state().index.removals_synced(upto);
         }
         // Last, and with no await after it: whoever waits for these removals may
         // drop the spool at once, and the remover must not be holding it then.
@@ -564,10 +579,8 @@ impl Spool {
 
     /// Drops a settled claim's entry from the index.
     pub(super) fn forget(&self, state: &mut State, claim: &mut Claim) {
-        if let Some(meta) = state.index.remove(&claim.seq) {
+        if let Some(meta) = state.index.remove(claim.seq) {
             debug_assert!(meta.claimed, "settled an unclaimed entry {}", claim.seq);
-            state.bytes -= meta.file_bytes;
-            state.claimed -= 1;
         }
         claim.settled = true;
         state.check(&self.inner.config);
@@ -582,18 +595,25 @@ impl Spool {
     }
 
     fn unclaim(&self, state: &mut State, seq: u64) {
-        if let Some(meta) = state.index.get_mut(&seq)
-            && meta.claimed
-        {
-            meta.claimed = false;
-            state.claimed -= 1;
-        }
+        state.index.unclaim(seq);
+    }
+
+    /// Queues the removal of delivered entry `seq` again, after a failed one.
+    fn retry_removal(&self, seq: u64) {
+        let mut state = self.state();
+        let Some(meta) = state.index.get(seq) else {
+            return;
+        };
+        debug_assert!(meta.delivered, "removal retried of undelivered entry {seq}");
+        let file = meta.file_name(seq);
+        state.removals.push((seq, file));
     }
 }
 
 /// The remover task: deletes what [`Spool::remove_in_background`] queued, a batch
 /// per disk call, until the spool is dropped. Entries whose removal failed are held
-/// back (claimed) and given back to the queue after [`removal_retry_delay`].
+/// back (delivered, claimed) and their removal tried again after
+/// [`removal_retry_delay`].
 pub(super) async fn run_remover(
     inner: std::sync::Weak<super::Inner>,
     wake: std::sync::Arc<tokio::sync::Notify>,
@@ -608,7 +628,7 @@ pub(super) async fn run_remover(
         };
         let spool = Spool { inner };
         for seq in held_back.due(Instant::now()) {
-            spool.release(seq);
+            spool.retry_removal(seq);
         }
         let batch = {
             let mut state = spool.state();
@@ -632,14 +652,14 @@ pub(super) async fn run_remover(
     }
 }
 
-/// Entries whose removal failed, each with its failures in a row and when it goes
-/// back to the queue. Bounded by the entries the drainer has delivered and could not
+/// Entries whose removal failed, each with its failures in a row and when its
+/// removal is tried again. Bounded by the entries the drainer has delivered and could not
 /// remove; an entry is forgotten once its removal succeeds.
 #[derive(Default)]
 struct HeldBack {
     /// Failed removals in a row, by sequence number.
     failures: BTreeMap<u64, u32>,
-    /// (when it goes back, sequence number).
+    /// (when its removal is tried again, sequence number).
     until: Vec<(Instant, u64)>,
 }
 
@@ -667,7 +687,7 @@ impl HeldBack {
         due.into_iter().map(|(_, seq)| seq).collect()
     }
 
-    /// When the next held entry goes back, if any is held.
+    /// When the next held entry's removal is tried again, if any is held.
     fn next_due(&self) -> Option<Instant> {
         self.until.iter().map(|(at, _)| *at).min()
     }

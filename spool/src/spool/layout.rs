@@ -6,11 +6,16 @@
 //!
 //! ```text
 //! DIR/LOCK                        exclusive lock (holder's pid inside)
-//! DIR/entries/<seq>.<ms>.<bytes>.entry
+//! DIR/entries/<seq>.<ms>.<bytes>.<key>.entry
 //!                                 pending objects: 20-digit zero-padded sequence
-//!                                 number, creation time (ms since the Unix epoch)
-//!                                 and file size, so that open indexes an entry from
+//!                                 number, creation time (ms since the Unix epoch),
+//!                                 file size and the key of the object name (16 hex
+//!                                 digits, `name::key`), so that open indexes an
+//!                                 entry, and the order of one name's entries, from
 //!                                 the directory listing alone
+//! DIR/entries/<seq>.<ms>.<bytes>.entry
+//!                                 a pending object written before 2026-12-06
+//!                                 (format 2): open reads its header for the key
 //! DIR/entries/<seq>.entry         a pending object written before 2026-12 (format 1):
 //!                                 open reads its header
 //! DIR/entries/<seq>.tmp           a put in progress; deleted at open
@@ -42,18 +47,77 @@ pub const REASON_SUFFIX: &str = ".reason";
 /// Suffix of the note beside a dead-lettered entry.
 pub const ERROR_SUFFIX: &str = ".error";
 
-/// `00000000000000000042.1791457200123.1071.entry`: the name of entry `seq`, created
-/// at `created_unix_ms`, `file_bytes` long.
-pub fn entry_file_name(seq: u64, created_unix_ms: u64, file_bytes: u64) -> String {
-    let mut name = String::with_capacity(64);
-    push_decimal(&mut name, seq, SEQ_DIGITS);
-    for part in [created_unix_ms, file_bytes] {
-        name.push('.');
-        push_decimal(&mut name, part, 1);
-    }
+/// `00000000000000000042.1791457200123.1071.af63bd4c8601b7df.entry`: the name of
+/// entry `seq`, created at `created_unix_ms`, `file_bytes` long, for an object name
+/// whose key ([`name::key`]) is `name_key`.
+pub fn entry_file_name(seq: u64, created_unix_ms: u64, file_bytes: u64, name_key: u64) -> String {
+    let mut name = String::with_capacity(80);
+    push_listed(&mut name, seq, created_unix_ms, file_bytes);
+    name.push('.');
+    push_hex(&mut name, name_key);
     name.push_str(ENTRY_SUFFIX);
     name
 }
+
+/// `00000000000000000042.1791457200123.1071.entry`: how an entry was named from
+/// 2026-12 to 2026-12-06, without its object name's key.
+pub fn unkeyed_entry_file_name(seq: u64, created_unix_ms: u64, file_bytes: u64) -> String {
+    let mut name = String::with_capacity(64);
+    push_listed(&mut name, seq, created_unix_ms, file_bytes);
+    name.push_str(ENTRY_SUFFIX);
+    name
+}
+
+/// `<seq>.<ms>.<bytes>`, the start of every listed name.
+fn push_listed(name: &mut String, seq: u64, created_unix_ms: u64, file_bytes: u64) {
+    push_decimal(name, seq, SEQ_DIGITS);
+    for part in [created_unix_ms, file_bytes] {
+        name.push('.');
+        push_decimal(name, part, 1);
+    }
+}
+
+/// Digits of a name key in a file name.
+const KEY_DIGITS: usize = 16;
+
+/// Appends `n` as 16 lower-case hex digits.
+fn push_hex(out: &mut String, n: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for shift in (0..KEY_DIGITS).rev() {
+        out.push(char::from(DIGITS[((n >> (shift * 4)) & 15) as usize]));
+    }
+}
+
+/// The value of exactly 16 lower-case hex digits.
+fn parse_hex(digits: &[u8]) -> Option<u64> {
+    if digits.len() != KEY_DIGITS {
+        return None;
+    }
+    // By table, without a branch per digit: open parses one key per entry, and the
+    // matching fold was 7% of opening 100k entries.
+    let (value, bad) = digits.iter().fold((0u64, 0u8), |(value, bad), &b| {
+        let digit = HEX_VALUE[usize::from(b)];
+        (value << 4 | u64::from(digit & 0xf), bad | digit)
+    });
+    (bad & NOT_HEX == 0).then_some(value)
+}
+
+/// Marks a byte that is not a lowercase hex digit in [`HEX_VALUE`].
+const NOT_HEX: u8 = 0x10;
+
+/// Each byte's value as a lowercase hex digit, or [`NOT_HEX`].
+const HEX_VALUE: [u8; 256] = {
+    let mut table = [NOT_HEX; 256];
+    let mut b = 0;
+    while b < 10 {
+        table[b'0' as usize + b] = b as u8;
+        if b < 6 {
+            table[b'a' as usize + b] = 10 + b as u8;
+        }
+        b += 1;
+    }
+    table
+};
 
 /// A sequence number's digits in a file name, zeros first (`u64::MAX` has 20):
 /// names sort as their numbers do.
@@ -101,6 +165,9 @@ pub struct Listed {
     pub created_unix_ms: u64,
     /// Size of the entry file.
     pub file_bytes: u64,
+    /// The key of its object name ([`name::key`]), when the name carries it (not
+    /// in names written before 2026-12-06).
+    pub name_key: Option<u64>,
 }
 
 /// The number at the start of `s` (1 to 20 ASCII digits that fit in a `u64`) and what
@@ -162,11 +229,17 @@ pub fn parse_entry_name(file_name: &str) -> Option<EntryName> {
     }
     let (created_unix_ms, rest) = leading_number(rest.strip_prefix(b".")?)?;
     let (file_bytes, rest) = leading_number(rest.strip_prefix(b".")?)?;
-    rest.is_empty().then_some(EntryName {
+    let name_key = match rest {
+        [] => None,
+        [b'.', key @ ..] => Some(parse_hex(key)?),
+        _ => return None,
+    };
+    Some(EntryName {
         seq,
         listed: Some(Listed {
             created_unix_ms,
             file_bytes,
+            name_key,
         }),
     })
 }
@@ -230,7 +303,9 @@ fn check_header(file_name: &str, header: &Header) -> Result<(), VerifyError> {
     let matches = parse_entry_name(file_name).is_some_and(|n| {
         n.seq == header.seq
             && n.listed.is_none_or(|l| {
-                l.created_unix_ms == header.created_unix_ms && l.file_bytes == header.file_bytes()
+                l.created_unix_ms == header.created_unix_ms
+                    && l.file_bytes == header.file_bytes()
+                    && l.name_key.is_none_or(|key| key == name::key(&header.name))
             })
     });
     if !matches {
@@ -279,8 +354,16 @@ mod tests {
             assert_eq!(temp_file_name(a), format!("{a:020}{TEMP_SUFFIX}"));
             for &b in &numbers {
                 assert_eq!(
-                    entry_file_name(a, b, a ^ b),
+                    unkeyed_entry_file_name(a, b, a ^ b),
                     format!("{a:020}.{b}.{}{ENTRY_SUFFIX}", a ^ b)
+                );
+                assert_eq!(
+                    entry_file_name(a, b, a ^ b, a.wrapping_mul(b)),
+                    format!(
+                        "{a:020}.{b}.{}.{:016x}{ENTRY_SUFFIX}",
+                        a ^ b,
+                        a.wrapping_mul(b)
+                    )
                 );
             }
         }
@@ -288,17 +371,29 @@ mod tests {
 
     #[test]
     fn entry_file_names_round_trip_and_reject_lookalikes() {
-        let name = entry_file_name(42, 1_791_457_200_123, 1071);
-        assert_eq!(name, "00000000000000000042.1791457200123.1071.entry");
+        let name = entry_file_name(42, 1_791_457_200_123, 1071, 0xaf63_bd4c_8601_b7df);
+        assert_eq!(
+            name,
+            "00000000000000000042.1791457200123.1071.af63bd4c8601b7df.entry"
+        );
         let listed = Listed {
             created_unix_ms: 1_791_457_200_123,
             file_bytes: 1071,
+            name_key: Some(0xaf63_bd4c_8601_b7df),
         };
         assert_eq!(
             parse_entry_name(&name),
             Some(EntryName {
                 seq: 42,
                 listed: Some(listed)
+            })
+        );
+        let unkeyed = unkeyed_entry_file_name(42, 1_791_457_200_123, 1071);
+        assert_eq!(
+            parse_entry_name(&unkeyed).and_then(|n| n.listed),
+            Some(Listed {
+                name_key: None,
+                ..listed
             })
         );
         assert_eq!(parse_seq(&legacy_entry_file_name(u64::MAX)), Some(u64::MAX));
@@ -315,6 +410,11 @@ mod tests {
             "00000000000000000042.tmp",
             "00000000000000000042.1.entry",
             "00000000000000000042.1.2.3.entry",
+            "00000000000000000042.1.2.af63bd4c8601b7d.entry",
+            "00000000000000000042.1.2.af63bd4c8601b7dff.entry",
+            "00000000000000000042.1.2.AF63BD4C8601B7DF.entry",
+            "00000000000000000042.1.2.af63bd4c8601b7dg.entry",
+            "00000000000000000042.1.2.af63bd4c8601b7df.1.entry",
             "00000000000000000042..2.entry",
             "00000000000000000042.1.x.entry",
             "00000000000000000042.1.2..entry",
@@ -349,13 +449,22 @@ mod tests {
             return None;
         }
         let seq = digits(seq_digits)?;
-        match (parts.next(), parts.next(), parts.next()) {
-            (None, _, _) => Some(EntryName { seq, listed: None }),
-            (Some(created), Some(bytes), None) => Some(EntryName {
+        let hex = |s: &str| -> Option<u64> {
+            (s.len() == 16 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+                .then(|| u64::from_str_radix(s, 16).ok())
+                .flatten()
+        };
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (None, ..) => Some(EntryName { seq, listed: None }),
+            (Some(created), Some(bytes), key, None) => Some(EntryName {
                 seq,
                 listed: Some(Listed {
                     created_unix_ms: digits(created)?,
                     file_bytes: digits(bytes)?,
+                    name_key: match key {
+                        None => None,
+                        Some(key) => Some(hex(key)?),
+                    },
                 }),
             }),
             _ => None,
@@ -403,7 +512,7 @@ mod tests {
 
         #[test]
         fn the_one_pass_parser_agrees_with_split(
-            name in "(0{18}[0-9]{1,3}|1844674407370955161[0-9]|[0-9]{19})(\\.(0{0,12}|1844674407370955161)[0-9+x]{0,13}){0,4}(\\.entry|\\.tmp|)",
+            name in "(0{18}[0-9]{1,3}|1844674407370955161[0-9]|[0-9]{19})(\\.(0{0,12}|1844674407370955161)[0-9+x]{0,13}){0,2}(\\.[0-9a-gA]{15,17})?(\\.(0{0,12}|1844674407370955161)[0-9+x]{0,13})?(\\.entry|\\.tmp|)",
         ) {
             proptest::prop_assert_eq!(parse_entry_name(&name), parse_by_split(&name), "{}", name);
         }
@@ -411,14 +520,18 @@ mod tests {
 
     #[test]
     fn an_intact_entry_under_another_name_or_with_a_bad_object_name_fails() {
-        let data = entry::encode(7, 5, "ok", &[], b"x");
+        let mode = crate::WriteMode::CreateIfAbsent;
+        let data = entry::encode(7, 5, "ok", mode, &[], b"x");
         let size = data.len() as u64;
-        assert!(verify(&entry_file_name(7, 5, size), data.clone()).is_ok());
+        let key = name::key("ok");
+        assert!(verify(&entry_file_name(7, 5, size, key), data.clone()).is_ok());
+        assert!(verify(&unkeyed_entry_file_name(7, 5, size), data.clone()).is_ok());
         assert!(verify(&legacy_entry_file_name(7), data.clone()).is_ok());
         for wrong in [
-            entry_file_name(8, 5, size),
-            entry_file_name(7, 6, size),
-            entry_file_name(7, 5, size + 1),
+            entry_file_name(8, 5, size, key),
+            entry_file_name(7, 6, size, key),
+            entry_file_name(7, 5, size + 1, key),
+            entry_file_name(7, 5, size, key ^ 1),
             legacy_entry_file_name(8),
         ] {
             assert!(
@@ -429,8 +542,8 @@ mod tests {
                 "{wrong}"
             );
         }
-        let bad_name = entry::encode(7, 5, "a\nb", &[], b"x");
-        let file = entry_file_name(7, 5, bad_name.len() as u64);
+        let bad_name = entry::encode(7, 5, "a\nb", mode, &[], b"x");
+        let file = entry_file_name(7, 5, bad_name.len() as u64, name::key("a\nb"));
         assert!(matches!(
             verify(&file, bad_name.clone()),
             Err(VerifyError::Name(_))

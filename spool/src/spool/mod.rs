@@ -25,6 +25,7 @@
 mod aside;
 mod claim;
 mod group_commit;
+mod index;
 pub mod layout;
 mod open;
 mod put;
@@ -33,7 +34,6 @@ mod stage;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -50,6 +50,7 @@ use crate::error::OpenError;
 use crate::metrics::Metrics;
 use crate::stats::Stats;
 use group_commit::DirSync;
+use index::Index;
 
 /// Bounds and tuning for a [`Spool`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,14 +94,19 @@ impl SpoolConfig {
     }
 }
 
-/// One indexed entry: 24 bytes, 48 with its key in the index's B-tree.
+/// One indexed entry: 32 bytes, 56 with its key in the index's B-tree (and its
+/// place in its name's order, [`index`]).
 #[derive(Debug, Clone, Copy)]
 struct Meta {
     file_bytes: u64,
     created_unix_ms: u64,
+    /// Its object name's key ([`crate::name::key`]).
+    name_key: u64,
+    naming: Naming,
     claimed: bool,
-    /// Named as before 2026-12 (`<seq>.entry`).
-    legacy_name: bool,
+    /// In the store, its removal not yet done: still claimed, no longer in its
+    /// name's order.
+    delivered: bool,
     /// Consecutive failed reads; the entry is set aside at [`UNREADABLE_AFTER`].
     read_failures: u8,
     /// Its object is no longer wanted ([`Spool::withdraw`]): whoever holds it
@@ -108,12 +114,41 @@ struct Meta {
     withdrawn: bool,
 }
 
+/// How an entry's file is named (`layout`): by the version that wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Naming {
+    /// `<seq>.entry`, before 2026-12.
+    Legacy,
+    /// `<seq>.<ms>.<bytes>.entry`, 2026-12 to 2026-12-06.
+    Unkeyed,
+    /// `<seq>.<ms>.<bytes>.<key>.entry`.
+    Keyed,
+}
+
 impl Meta {
+    /// An undelivered, unclaimed entry.
+    fn new(file_bytes: u64, created_unix_ms: u64, name_key: u64, naming: Naming) -> Self {
+        Meta {
+            file_bytes,
+            created_unix_ms,
+            name_key,
+            naming,
+            claimed: false,
+            delivered: false,
+            read_failures: 0,
+            withdrawn: false,
+        }
+    }
+
     fn file_name(&self, seq: u64) -> String {
-        if self.legacy_name {
-            layout::legacy_entry_file_name(seq)
-        } else {
-            layout::entry_file_name(seq, self.created_unix_ms, self.file_bytes)
+        match self.naming {
+            Naming::Legacy => layout::legacy_entry_file_name(seq),
+            Naming::Unkeyed => {
+                layout::unkeyed_entry_file_name(seq, self.created_unix_ms, self.file_bytes)
+            }
+            Naming::Keyed => {
+                layout::entry_file_name(seq, self.created_unix_ms, self.file_bytes, self.name_key)
+            }
         }
     }
 }
@@ -125,11 +160,9 @@ pub const UNREADABLE_AFTER: u8 = 5;
 /// Everything behind the spool's one mutex. Never held across an await.
 #[derive(Debug)]
 struct State {
-    index: BTreeMap<u64, Meta>,
-    bytes: u64,
+    index: Index,
     reserved_files: u64,
     reserved_bytes: u64,
-    claimed: u64,
     next_seq: u64,
     broken: Option<Arc<str>>,
     /// A recovery task is running (set with `broken`, cleared when it succeeds).
@@ -184,37 +217,30 @@ impl State {
             config.max_files
         );
         debug_assert!(
-            self.reserved_bytes == 0 || self.bytes + self.reserved_bytes <= config.max_bytes,
+            self.reserved_bytes == 0
+                || self.index.bytes() + self.reserved_bytes <= config.max_bytes,
             "held {} + reserved {} bytes over max_bytes {}",
-            self.bytes,
+            self.index.bytes(),
             self.reserved_bytes,
             config.max_bytes
         );
         debug_assert!(
-            self.claimed <= held,
+            self.index.claimed() <= held,
             "{} claims on {held} entries",
-            self.claimed
+            self.index.claimed()
         );
         debug_assert!(
-            self.index
-                .last_key_value()
-                .is_none_or(|(&max, _)| max < self.next_seq),
+            self.index.last_seq().is_none_or(|max| max < self.next_seq),
             "an indexed sequence number at or past next_seq {}",
             self.next_seq
         );
     }
 
-    /// The O(n) part of [`State::check`]: the running totals against the index.
+    /// The O(n) part of [`State::check`]: the running totals and the names' order
+    /// against the entries ([`Index::check`]).
     fn check_index(&mut self) {
         if cfg!(debug_assertions) {
-            let (bytes, claimed) = self
-                .index
-                .values()
-                .fold((0u64, 0u64), |(bytes, claimed), m| {
-                    (bytes + m.file_bytes, claimed + u64::from(m.claimed))
-                });
-            debug_assert_eq!(self.bytes, bytes, "bytes disagree with the index");
-            debug_assert_eq!(self.claimed, claimed, "claims disagree with the index");
+            self.index.check();
             self.changes_since_index_check = 0;
         }
     }
@@ -347,13 +373,13 @@ impl Spool {
     pub fn stats(&self) -> Stats {
         let now = self.inner.clock.now_unix_ms();
         let state = self.state();
-        let oldest = state.index.values().next().map(|m| m.created_unix_ms);
+        let oldest = state.index.oldest().map(|m| m.created_unix_ms);
         Stats {
             files: state.index.len() as u64,
-            bytes: state.bytes,
+            bytes: state.index.bytes(),
             reserved_files: state.reserved_files,
             reserved_bytes: state.reserved_bytes,
-            claimed: state.claimed,
+            claimed: state.index.claimed(),
             oldest_created_unix_ms: oldest,
             oldest_age: oldest
                 .map(|t| Duration::from_millis(now.saturating_sub(t)))
@@ -371,6 +397,16 @@ impl Spool {
     pub fn is_empty(&self) -> bool {
         let state = self.state();
         state.index.is_empty() && state.reserved_files == 0
+    }
+
+    /// True while the spool may still write the object `name` to the store: an
+    /// entry of it waits, is being delivered, or was delivered and its removal is not
+    /// yet durable (a power loss would bring it back and it would be sent again). A
+    /// write of `name` made now must then be spooled behind it, not written past it
+    /// ([`Uploader`](crate::Uploader) does): the store would otherwise see the
+    /// older write last.
+    pub fn holds_name(&self, name: &str) -> bool {
+        self.state().index.holds_name(crate::name::key(name))
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! In order: create the directories (durably), take the lock, list the three
 //! directories, delete temp files of interrupted puts, index every entry from its
-//! file name (entries written before 2026-12 have their header read instead), move
+//! file name (entries written before 2026-12-06 have their header read instead), move
 //! stray files to `quarantine/` with the reason, and continue the sequence after
 //! every number still on disk. Payloads are not read here: the drainer verifies
 //! every entry in full before it uploads it, so a corrupt entry is still never
@@ -20,17 +20,18 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::aside::move_with_note;
+use super::index::Index;
 use super::layout::{
     self, DEAD_LETTER_DIR, ENTRIES_DIR, ERROR_SUFFIX, LOCK_FILE, QUARANTINE_DIR, REASON_SUFFIX,
     TEMP_SUFFIX,
 };
-use super::{Inner, Meta, Spool, SpoolConfig, SpoolDir, State};
+use super::{Inner, Meta, Naming, Spool, SpoolConfig, SpoolDir, State};
 use crate::clock::Clock;
 use crate::disk::{DirPlan, Disk, DiskLock, Names, PrepareStep, Prepared};
 use crate::error::OpenError;
 use crate::metrics::Metrics;
 
-/// How many legacy entry headers open reads at once.
+/// How many headers of entries named before 2026-12-06 open reads at once.
 const OPEN_READ_CONCURRENCY: usize = 32;
 
 /// What [`Spool::open`] found and did.
@@ -64,7 +65,6 @@ impl Dirs {
 /// What a scan of the directories found: the index and what else is on disk.
 pub(super) struct Scan {
     pub(super) index: BTreeMap<u64, Meta>,
-    pub(super) bytes: u64,
     pub(super) quarantine: Vec<String>,
     pub(super) dead_letter: Vec<String>,
     pub(super) report: OpenReport,
@@ -105,13 +105,12 @@ impl Spool {
         let dirs = Dirs::of(dir);
         let (lock, listings) = prepare(&*disk, dir, &dirs).await?;
         let scan = index(&disk, &dirs, listings, &metrics).await?;
+        let next_seq = scan.next_seq();
         let mut state = State {
-            next_seq: scan.next_seq(),
-            index: scan.index,
-            bytes: scan.bytes,
+            next_seq,
+            index: Index::new(scan.index),
             reserved_files: 0,
             reserved_bytes: 0,
-            claimed: 0,
             broken: None,
             recovering: false,
             disk_refused: None,
@@ -225,11 +224,12 @@ impl Listings {
 struct EntryNames {
     /// Puts interrupted by a crash: deleted.
     temps: Vec<String>,
-    /// Entry files named with their sequence number, creation time and size:
-    /// indexed from the name alone (the name's place in the listing kept, should
-    /// another file have the same sequence number).
+    /// Entry files named with their sequence number, creation time, size and
+    /// name key: indexed from the name alone (the name's place in the listing
+    /// kept, should another file have the same sequence number).
     listed: Vec<ListedName>,
-    /// Entry files named as before 2026-12: their header is read.
+    /// Entry files named as before 2026-12-06 (without the name key): their header
+    /// is read.
     legacy: Vec<String>,
     /// Anything else: quarantined.
     strays: Vec<String>,
@@ -247,8 +247,8 @@ fn sort_entry_names(names: &Names) -> EntryNames {
             Some(layout::EntryName {
                 seq,
                 listed: Some(listed),
-            }) => sorted.listed.push((seq, listed, i)),
-            Some(layout::EntryName { listed: None, .. }) => sorted.legacy.push(name.to_string()),
+            }) if listed.name_key.is_some() => sorted.listed.push((seq, listed, i)),
+            Some(_) => sorted.legacy.push(name.to_string()),
             None => sorted.strays.push(name.to_string()),
         }
     }
@@ -278,14 +278,18 @@ pub(super) async fn index(
         .into_iter()
         .map(|name| (name, "not a spool entry file name".to_string()))
         .collect();
-    let (mut index, mut bytes) = index_listed(names.listed, &entries, &mut to_quarantine);
+    let mut index = index_listed(names.listed, &entries, &mut to_quarantine);
     for (name, header) in read_legacy(disk, &dirs.entries, names.legacy).await? {
-        let seq = layout::parse_seq(&name).expect("sorted as an entry name");
+        let parsed = layout::parse_entry_name(&name).expect("sorted as an entry name");
+        let seq = parsed.seq;
+        let naming = match parsed.listed {
+            None => Naming::Legacy,
+            Some(_) => Naming::Unkeyed,
+        };
         match header {
             Ok(_) if index.contains_key(&seq) => to_quarantine.push((name, same_seq())),
             Ok(listed) => {
-                bytes += listed.file_bytes;
-                index.insert(seq, meta(listed, true));
+                index.insert(seq, meta(listed, naming));
             }
             Err(reason) => to_quarantine.push((name, reason)),
         }
@@ -307,7 +311,6 @@ pub(super) async fn index(
         .collect();
     Ok(Scan {
         index,
-        bytes,
         quarantine,
         dead_letter,
         report,
@@ -322,12 +325,12 @@ type ListedName = (u64, layout::Listed, usize);
 /// order, then bulk-built) rather than by one insert per entry in the directory's
 /// hash order: full leaves, a third less memory per entry. Two files with one
 /// sequence number (only a hand can make them) keep the first by name; the other is
-/// set aside. Returns the index and the bytes of its entries.
+/// set aside.
 fn index_listed(
     listed: Vec<ListedName>,
     names: &Names,
     to_quarantine: &mut Vec<(String, String)>,
-) -> (BTreeMap<u64, Meta>, u64) {
+) -> BTreeMap<u64, Meta> {
     let entries = placed_by_seq(&listed).unwrap_or_else(|| {
         let name = |i: usize| names.get(i).expect("a place in the listing");
         let (kept, set_aside) = sorted_deduplicated_by_seq(listed, name);
@@ -337,12 +340,11 @@ fn index_listed(
                 .map(|&(_, _, i)| (name(i).to_string(), same_seq())),
         );
         (kept.into_iter())
-            .map(|(seq, listed, _)| (seq, meta(listed, false)))
+            .map(|(seq, listed, _)| (seq, meta(listed, Naming::Keyed)))
             .collect()
     });
-    let bytes = entries.iter().map(|(_, meta)| meta.file_bytes).sum();
     // `BTreeMap::from_iter` takes over a `Vec`'s buffer as it is.
-    (BTreeMap::from_iter(entries), bytes)
+    BTreeMap::from_iter(entries)
 }
 
 /// Most slots per entry [`placed_by_seq`] gives a placement by sequence number:
@@ -371,7 +373,7 @@ fn placed_by_seq(listed: &[ListedName]) -> Option<Vec<(u64, Meta)>> {
         if slot.is_some() {
             return None;
         }
-        *slot = Some((seq, meta(listed, false)));
+        *slot = Some((seq, meta(listed, Naming::Keyed)));
     }
     // `filter_map` keeps the buffer (`flatten` would collect into a new one).
     #[allow(clippy::filter_map_identity)]
@@ -401,19 +403,15 @@ fn same_seq() -> String {
     "another entry file has the same sequence number".to_string()
 }
 
-fn meta(listed: layout::Listed, legacy_name: bool) -> Meta {
-    Meta {
-        file_bytes: listed.file_bytes,
-        created_unix_ms: listed.created_unix_ms,
-        claimed: false,
-        legacy_name,
-        read_failures: 0,
-        withdrawn: false,
-    }
+/// The index's record of an entry `listed` (with its name key) and named as
+/// `naming` says.
+fn meta(listed: layout::Listed, naming: Naming) -> Meta {
+    let name_key = listed.name_key.expect("a listed entry's name key is known");
+    Meta::new(listed.file_bytes, listed.created_unix_ms, name_key, naming)
 }
 
-/// Reads and verifies entries named as before 2026-12, whose names do not carry
-/// what the index needs. A failed read or check is tried once more before the entry
+/// Reads and verifies entries named as before 2026-12-06, whose names do not carry
+/// what the index needs (the name key, and before 2026-12 the size and time). A failed read or check is tried once more before the entry
 /// is set aside; a permission error refuses the open instead (a deploy with the
 /// wrong owner must not quarantine the backlog).
 async fn read_legacy(
@@ -432,6 +430,7 @@ async fn read_legacy(
                         .map(|(h, _)| layout::Listed {
                             created_unix_ms: h.created_unix_ms,
                             file_bytes: h.file_bytes(),
+                            name_key: Some(crate::name::key(&h.name)),
                         })
                         .map_err(|e| e.to_string())),
                     Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(e),
@@ -539,17 +538,16 @@ mod tests {
                 .collect();
             let listed: Vec<ListedName> = (picks.iter().enumerate())
                 .map(|(i, &(seq, _))| {
-                    let listed = layout::Listed { created_unix_ms: seq, file_bytes: i as u64 };
+                    let listed = layout::Listed { created_unix_ms: seq, file_bytes: i as u64, name_key: Some(seq) };
                     (base.wrapping_add(seq * spread), listed, i)
                 })
                 .collect();
             let names_listed: Names = names.iter().collect();
             let mut to_quarantine = Vec::new();
-            let (index, bytes) = index_listed(listed.clone(), &names_listed, &mut to_quarantine);
+            let index = index_listed(listed.clone(), &names_listed, &mut to_quarantine);
             let (kept, set_aside) = sorted_and_deduplicated(&listed, &names);
             let indexed: Vec<(u64, u64)> = index.iter().map(|(&seq, m)| (seq, m.file_bytes)).collect();
             prop_assert_eq!(&indexed, &kept);
-            prop_assert_eq!(bytes, kept.iter().map(|&(_, b)| b).sum::<u64>());
             let quarantined: Vec<String> = to_quarantine.into_iter().map(|(name, _)| name).collect();
             prop_assert_eq!(quarantined, set_aside);
         }
@@ -563,6 +561,7 @@ mod tests {
             let listed = layout::Listed {
                 created_unix_ms: 1,
                 file_bytes: 2,
+                name_key: Some(3),
             };
             seqs.iter()
                 .enumerate()

@@ -15,10 +15,11 @@ use bytes::Bytes;
 use object_store::Attributes;
 
 use super::layout::{entry_file_name, temp_file_name};
-use super::{Meta, Spool, is_out_of_descriptors, is_out_of_space};
+use super::{Meta, Naming, Spool, is_out_of_descriptors, is_out_of_space};
 use crate::entry;
 use crate::error::{FullReason, PutError};
 use crate::name;
+use crate::write_mode::WriteMode;
 
 /// What a successful [`Spool::put`] stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +37,8 @@ pub(super) struct Reservation {
     spool: Spool,
     pub(super) seq: u64,
     pub(super) file_bytes: u64,
+    /// The key of the entry's object name ([`name::key`]).
+    pub(super) name_key: u64,
     held: bool,
 }
 
@@ -58,7 +61,7 @@ impl Reservation {
                 reason: reason.clone(),
             });
         }
-        if state.bytes + state.reserved_bytes + extra > config.max_bytes {
+        if state.index.bytes() + state.reserved_bytes + extra > config.max_bytes {
             return Err(PutError::Full(FullReason::Bytes {
                 max_bytes: config.max_bytes,
             }));
@@ -85,6 +88,7 @@ impl Drop for Reservation {
 /// What a put writes.
 struct NewEntry {
     name: String,
+    mode: WriteMode,
     attributes: Vec<u8>,
     payload: Bytes,
 }
@@ -97,7 +101,20 @@ impl Spool {
     }
 
     /// Stores `payload` under the object name `name` with `attributes` (sent with
-    /// the drain write) and returns once it is durable.
+    /// the drain write), to be written create-if-absent, and returns once it is
+    /// durable. See [`Spool::put_with_mode`].
+    pub async fn put_with(
+        &self,
+        name: &str,
+        payload: Bytes,
+        attributes: &Attributes,
+    ) -> Result<Receipt, PutError> {
+        (self.put_with_mode(name, payload, attributes, WriteMode::CreateIfAbsent)).await
+    }
+
+    /// Stores `payload` under the object name `name` with `attributes`, to be
+    /// written in `mode` (sent with the drain write), and returns once it is
+    /// durable. Entries of one name are delivered in the order their puts returned.
     ///
     /// Refuses, without storing anything, a name Cloud Storage would reject or the
     /// client could not write exactly ([`name::check_writable`]), attributes the
@@ -105,15 +122,16 @@ impl Spool {
     /// any entry while the spool is full or stopped. The write runs to completion even
     /// if the returned future is dropped, so the index never disagrees with the
     /// directory.
-    pub async fn put_with(
+    pub async fn put_with_mode(
         &self,
         name: &str,
         payload: Bytes,
         attributes: &Attributes,
+        mode: WriteMode,
     ) -> Result<Receipt, PutError> {
         name::check_writable(name)?;
         let attributes = entry::encode_attributes(attributes)?;
-        self.put_checked(name, payload, attributes).await
+        self.put_checked(name, mode, payload, attributes).await
     }
 
     /// [`Spool::put_with`] of a name [`name::check_writable`] accepted, with its
@@ -122,6 +140,7 @@ impl Spool {
     pub(crate) async fn put_checked(
         &self,
         name: &str,
+        mode: WriteMode,
         payload: Bytes,
         attributes: Vec<u8>,
     ) -> Result<Receipt, PutError> {
@@ -130,10 +149,11 @@ impl Spool {
             "unchecked name {name:?}"
         );
         let file_bytes = entry::file_bytes(name.len(), attributes.len(), payload.len() as u64);
-        let reservation = self.reserve(file_bytes)?;
+        let reservation = self.reserve(file_bytes, name::key(name))?;
         let spool = self.clone();
         let new = NewEntry {
             name: name.to_owned(),
+            mode,
             attributes,
             payload,
         };
@@ -150,8 +170,9 @@ impl Spool {
         })
     }
 
-    /// Takes a sequence number and room for `file_bytes`, or says why not.
-    pub(super) fn reserve(&self, file_bytes: u64) -> Result<Reservation, PutError> {
+    /// Takes a sequence number and room for `file_bytes` of an entry of the name
+    /// whose key is `name_key`, or says why not.
+    pub(super) fn reserve(&self, file_bytes: u64, name_key: u64) -> Result<Reservation, PutError> {
         let config = &self.inner.config;
         if file_bytes > config.max_bytes {
             return Err(PutError::TooLarge {
@@ -170,7 +191,7 @@ impl Spool {
                 max_files: config.max_files,
             }));
         }
-        if state.bytes + state.reserved_bytes + file_bytes > config.max_bytes {
+        if state.index.bytes() + state.reserved_bytes + file_bytes > config.max_bytes {
             return Err(PutError::Full(FullReason::Bytes {
                 max_bytes: config.max_bytes,
             }));
@@ -184,6 +205,7 @@ impl Spool {
             spool: self.clone(),
             seq,
             file_bytes,
+            name_key,
             held: true,
         })
     }
@@ -199,6 +221,7 @@ impl Spool {
             reservation.seq,
             created_unix_ms,
             &new.name,
+            new.mode,
             &new.attributes,
             new.payload,
         );
@@ -221,6 +244,7 @@ impl Spool {
             reservation.seq,
             created_unix_ms,
             reservation.file_bytes,
+            reservation.name_key,
         ));
         (tmp, path)
     }
@@ -293,23 +317,13 @@ impl Spool {
         reservation.held = false;
         state.reserved_files -= 1;
         state.reserved_bytes -= reservation.file_bytes;
-        let previous = state.index.insert(
-            reservation.seq,
-            Meta {
-                file_bytes: reservation.file_bytes,
-                created_unix_ms,
-                claimed: false,
-                legacy_name: false,
-                read_failures: 0,
-                withdrawn: false,
-            },
+        let meta = Meta::new(
+            reservation.file_bytes,
+            created_unix_ms,
+            reservation.name_key,
+            Naming::Keyed,
         );
-        debug_assert!(
-            previous.is_none(),
-            "sequence {} indexed twice",
-            reservation.seq
-        );
-        state.bytes += reservation.file_bytes;
+        state.index.insert(reservation.seq, meta);
         state.check(&self.inner.config);
     }
 }

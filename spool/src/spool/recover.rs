@@ -61,13 +61,13 @@ impl Spool {
             .map_err(|e| format!("syncing {}: {e}", inner.entries.path.display()))?;
         let next_seq = found.next_seq();
         let mut state = self.state();
-        let mut index = found.index;
-        // Entries claimed by drainer workers stay claimed: their workers settle them.
-        for (seq, meta) in state.index.iter().filter(|(_, m)| m.claimed) {
-            index.insert(*seq, *meta);
+        let mut entries = found.index;
+        // Entries claimed by drainer workers stay claimed (and delivered ones
+        // delivered): their workers and the remover settle them.
+        for (seq, meta) in state.index.claimed_entries() {
+            entries.insert(seq, *meta);
         }
-        state.bytes = index.values().map(|m| m.file_bytes).sum();
-        state.index = index;
+        state.index = state.index.rebuilt(entries);
         state.next_seq = state.next_seq.max(next_seq);
         state.quarantined_files = layout::count_data_files(&found.quarantine, REASON_SUFFIX);
         state.dead_letter_files = layout::count_data_files(&found.dead_letter, ERROR_SUFFIX);

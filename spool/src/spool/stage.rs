@@ -25,6 +25,7 @@ use super::put::Reservation;
 use crate::entry;
 use crate::error::PutError;
 use crate::name;
+use crate::write_mode::WriteMode;
 
 /// An entry being written as its bytes arrive; see the module doc.
 pub struct Staged {
@@ -33,6 +34,7 @@ pub struct Staged {
     reservation: Option<Reservation>,
     tmp: PathBuf,
     name: String,
+    mode: WriteMode,
     attributes: Vec<u8>,
     payload_len: u64,
     payload_crc32c: u32,
@@ -51,16 +53,28 @@ impl std::fmt::Debug for Staged {
 }
 
 impl Spool {
-    /// Starts an entry for the object `name` with `attributes` whose payload will
-    /// arrive in pieces ([`Staged::append`]). Refuses, before anything is written, a
-    /// name Cloud Storage would reject or the client could not write exactly,
-    /// attributes the entry format cannot hold, and any entry while the spool is full
-    /// or stopped.
+    /// Starts an entry for the object `name` with `attributes`, to be written
+    /// create-if-absent, whose payload will arrive in pieces ([`Staged::append`]).
+    /// See [`Spool::stage_with_mode`].
     pub async fn stage(&self, name: &str, attributes: &Attributes) -> Result<Staged, PutError> {
+        (self.stage_with_mode(name, attributes, WriteMode::CreateIfAbsent)).await
+    }
+
+    /// Starts an entry for the object `name` with `attributes`, to be written in
+    /// `mode`, whose payload will arrive in pieces ([`Staged::append`]). Refuses,
+    /// before anything is written, a name Cloud Storage would reject or the client
+    /// could not write exactly, attributes the entry format cannot hold, and any
+    /// entry while the spool is full or stopped.
+    pub async fn stage_with_mode(
+        &self,
+        name: &str,
+        attributes: &Attributes,
+        mode: WriteMode,
+    ) -> Result<Staged, PutError> {
         name::check_writable(name)?;
         let attributes = entry::encode_attributes(attributes)?;
         let head_len = entry::head_bytes(name.len(), attributes.len());
-        let reservation = self.reserve(head_len as u64)?;
+        let reservation = self.reserve(head_len as u64, name::key(name))?;
         let tmp = self
             .inner
             .entries
@@ -71,6 +85,7 @@ impl Spool {
             reservation: Some(reservation),
             tmp,
             name: name.to_owned(),
+            mode,
             attributes,
             payload_len: 0,
             payload_crc32c: 0,
@@ -88,6 +103,11 @@ impl Staged {
     /// The object name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// What its write does to an object already under its name.
+    pub fn mode(&self) -> WriteMode {
+        self.mode
     }
 
     /// Payload bytes appended so far.
@@ -184,7 +204,11 @@ impl Staged {
         let reservation = self.reservation.take().expect("committed once");
         let spool = self.spool.clone();
         let tmp = self.tmp.clone();
-        let head = (self.name.clone(), std::mem::take(&mut self.attributes));
+        let head = (
+            self.name.clone(),
+            self.mode,
+            std::mem::take(&mut self.attributes),
+        );
         let payload = (self.payload_len, self.payload_crc32c);
         tokio::spawn(async move { spool.commit_staged(reservation, tmp, head, payload).await })
             .await
@@ -234,7 +258,7 @@ impl Spool {
         &self,
         reservation: Reservation,
         tmp: PathBuf,
-        (name, attributes): (String, Vec<u8>),
+        (name, mode, attributes): (String, WriteMode, Vec<u8>),
         (payload_len, payload_crc32c): (u64, u32),
     ) -> Result<super::Receipt, PutError> {
         let inner = &*self.inner;
@@ -243,6 +267,7 @@ impl Spool {
             reservation.seq,
             created_unix_ms,
             &name,
+            mode,
             &attributes,
             payload_len,
             payload_crc32c,

@@ -299,7 +299,12 @@ async fn two_entry_files_with_one_sequence_number_keep_one_and_quarantine_the_ot
     let entries = fx.dir.path().join(ENTRIES_DIR);
     let first = fx.entries()[0].clone();
     let header = layout::parse_entry_name(&first).unwrap().listed.unwrap();
-    let copy = layout::entry_file_name(1, header.created_unix_ms + 1, header.file_bytes);
+    let copy = layout::entry_file_name(
+        1,
+        header.created_unix_ms + 1,
+        header.file_bytes,
+        header.name_key.unwrap(),
+    );
     std::fs::copy(entries.join(&first), entries.join(&copy)).unwrap();
 
     let (spool, report) = fx.open(SpoolConfig::default()).await.unwrap();
@@ -652,20 +657,11 @@ async fn invalid_configuration_is_refused_with_the_field_name() {
 #[test]
 #[should_panic(expected = "bytes disagree with the index")]
 fn a_drifted_byte_total_is_caught_by_the_sampled_index_walk() {
-    let meta = Meta {
-        file_bytes: 10,
-        created_unix_ms: T0,
-        claimed: false,
-        legacy_name: false,
-        read_failures: 0,
-        withdrawn: false,
-    };
+    let meta = Meta::new(10, T0, crate::name::key("a"), super::Naming::Keyed);
     let mut state = State {
-        index: BTreeMap::from([(1, meta)]),
-        bytes: 11,
+        index: super::Index::new(std::collections::BTreeMap::from([(1, meta)])),
         reserved_files: 0,
         reserved_bytes: 0,
-        claimed: 0,
         next_seq: 2,
         broken: None,
         recovering: false,
@@ -677,6 +673,8 @@ fn a_drifted_byte_total_is_caught_by_the_sampled_index_walk() {
         removing: Vec::new(),
         changes_since_index_check: 0,
     };
+    // The entry's size drifts from the index's running total.
+    state.index.get_mut(1).unwrap().file_bytes = 11;
     let config = SpoolConfig::default();
     for _ in 0..INDEX_CHECK_MIN_CHANGES - 1 {
         state.check(&config);
