@@ -187,8 +187,8 @@ fn client_message(error: &UploadError) -> String {
             // The detail (the stored object's size, its MD5) describes an object the
             // writer may not be allowed to read: the operator's log only.
             tracing::info!(target: "spool_relay", error = %error, "upload refused: the name holds another object");
-            return "An object of this name already exists with other contents; the relay \
-                    writes every object create-if-absent (ifGenerationMatch=0)."
+            return "An object of this name already exists with other contents, and the \
+                    upload asked to create it only if absent (ifGenerationMatch=0)."
                 .to_string();
         }
         UploadError::Refused(StoreError::Refused { status, .. }) => {

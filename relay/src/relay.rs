@@ -564,7 +564,8 @@ impl Relay {
     }
 
     /// Refuses an upload the spool could not honour: to another bucket than the
-    /// upstream's, or with a precondition other than create-if-absent.
+    /// upstream's, or with a precondition other than none (an overwrite) or
+    /// create-if-absent.
     pub(crate) fn admit(&self, upload: &Upload) -> Result<(), Rejection> {
         if upload.bucket != self.inner.config.bucket {
             return Err(Rejection::NoSuchBucket(upload.bucket.clone()));
@@ -690,7 +691,17 @@ pub(crate) fn other_preconditions(head: RequestHead<'_>) -> Result<(), Rejection
     Ok(())
 }
 
-/// 400 unless `ifGenerationMatch` is absent or 0: both are written create-if-absent.
+/// What an upload's write does to an object already under its name, as the bucket
+/// would do it: `ifGenerationMatch=0` creates only if absent, no precondition
+/// overwrites. (Any other precondition was refused at [`Relay::admit`].)
+pub(crate) fn write_mode(preconditions: &Preconditions) -> spool::WriteMode {
+    match preconditions.if_generation_match {
+        Some(0) => spool::WriteMode::CreateIfAbsent,
+        _ => spool::WriteMode::Overwrite,
+    }
+}
+
+/// 400 unless `ifGenerationMatch` is absent (an overwrite) or 0 (create-if-absent).
 fn generation_preconditions(preconditions: &Preconditions) -> Result<(), Rejection> {
     if let Some(g) = preconditions.if_generation_not_match {
         return Err(cannot_honour("ifGenerationNotMatch", &g.to_string()));
@@ -703,10 +714,10 @@ fn generation_preconditions(preconditions: &Preconditions) -> Result<(), Rejecti
 
 fn cannot_honour(name: &str, value: &str) -> Rejection {
     Rejection::invalid(format!(
-        "The relay cannot honour the precondition {name}={value} while spooling: it writes \
-         every object create-if-absent (ifGenerationMatch=0), possibly later, when the \
-         object may have changed. Send ifGenerationMatch=0 or no precondition, or write \
-         to Cloud Storage directly."
+        "The relay cannot honour the precondition {name}={value} while spooling: a spooled \
+         write reaches the bucket later, when the object may have changed. Send no \
+         precondition (the write overwrites) or ifGenerationMatch=0 (it creates the object \
+         only if absent), or write to Cloud Storage directly."
     ))
 }
 

@@ -372,7 +372,11 @@ impl Relay {
         let mut upload = opening.upload()?;
         upload.declared = declared_now.or(upload.declared.clone());
         let attributes = crate::answer::attributes(&upload);
-        let mut staged = match self.spool().stage(&upload.name, &attributes).await {
+        let mode = crate::relay::write_mode(&upload.preconditions);
+        let staged = self
+            .spool()
+            .stage_with_mode(&upload.name, &attributes, mode);
+        let mut staged = match staged.await {
             Ok(staged) => staged,
             Err(e) => return Ok(self.staging_failed(upload.api, e)),
         };

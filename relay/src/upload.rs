@@ -19,7 +19,7 @@ use fake_gcs::wire::{
     multipart_boundary,
 };
 use object_store::Attributes;
-use spool::{PutError, Staged, StoreError, UploadError};
+use spool::{PutError, Staged, StoreError, UploadError, WriteMode};
 
 use crate::answer;
 use crate::body::{BodyError, Pieces};
@@ -64,6 +64,7 @@ impl Relay {
                 held: None,
             },
             name: &upload.name,
+            mode: crate::relay::write_mode(&upload.preconditions),
             attributes: &attributes,
             hashing: Hashing::default(),
             api: upload.api,
@@ -119,9 +120,15 @@ impl Relay {
         // held up by a read of the whole backlog after a restart.
         let known = self.spooled_so_far();
         let _turn = known.finishing(&upload.name).await;
+        let mode = crate::relay::write_mode(&upload.preconditions);
+        // An overwrite goes behind what is spooled (the uploader spools it, keeping
+        // the name's order); a create-if-absent one is answered as the bucket will
+        // answer it once the spooled object is there.
         let found = match known.find(self.spool(), &upload.name) {
-            Some(found) => known.digested(self.spool(), found).await,
-            None => None,
+            Some(found) if mode == WriteMode::CreateIfAbsent => {
+                known.digested(self.spool(), found).await
+            }
+            _ => None,
         };
         if let Some(spooled) = found {
             if let Sink::Staged(staged) = sink {
@@ -135,13 +142,14 @@ impl Relay {
                 let payload = buffer.freeze();
                 debug_assert_eq!(size, payload.len() as u64);
                 let result = uploader
-                    .upload_with(&upload.name, payload, attributes)
+                    .upload_with_mode(&upload.name, payload, attributes, mode)
                     .await;
                 drop(held);
                 result
             }
             Sink::Staged(staged) => {
                 debug_assert_eq!(size, staged.payload_len());
+                debug_assert_eq!(staged.mode(), mode);
                 uploader.upload_staged(staged, attributes).await
             }
         };
@@ -155,9 +163,10 @@ impl Relay {
         })
     }
 
-    /// The answer to an upload of a name still spooled, as the bucket will answer it
-    /// once the spooled object is delivered: the relay writes create-if-absent, so
-    /// the same bytes are that object (200, `spooled`) and other bytes are a 412.
+    /// The answer to a create-if-absent upload of a name still spooled, as the bucket
+    /// will answer it once the spooled object is delivered: the same bytes are that
+    /// object (200, `spooled`: a retry of the upload that spooled it) and other bytes
+    /// are a 412.
     fn spooled_again(
         &self,
         base: &str,
@@ -209,6 +218,7 @@ struct Stream<'a> {
     relay: &'a Relay,
     sink: Sink,
     name: &'a str,
+    mode: WriteMode,
     attributes: &'a Attributes,
     hashing: Hashing,
     api: Api,
@@ -240,7 +250,11 @@ impl Stream<'_> {
             // Too large to hold, or the relay holds all it may: to the spool, with
             // what was held.
             let held_bytes = std::mem::take(buffer).freeze();
-            let staged = match self.relay.spool().stage(self.name, self.attributes).await {
+            let spool = self.relay.spool();
+            let staged = match spool
+                .stage_with_mode(self.name, self.attributes, self.mode)
+                .await
+            {
                 Ok(staged) => staged,
                 Err(e) => return Ok(Some(self.relay.staging_failed(self.api, e))),
             };

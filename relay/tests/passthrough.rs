@@ -1132,15 +1132,26 @@ async fn a_second_upload_of_a_spooled_name_is_answered_as_the_bucket_will_answer
     // over XML as well, and the spool holds the first upload alone.
     let other = h.media("again/one", b"other bytes").await;
     assert_eq!(other.status(), 412, "{:?}", other.text().await);
-    let xml = h.xml_put("again/one", b"other bytes").send().await.unwrap();
+    let xml = h.xml_put("again/one", b"other bytes");
+    let xml = xml
+        .header("x-goog-if-generation-match", "0")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(xml.status(), 412);
     assert_eq!(h.spool.stats().files, 1);
+    // Without a precondition the upload overwrites, as in the bucket: spooled
+    // behind the first, delivered after it.
+    let overwrite = h.xml_put("again/one", b"newer bytes").send().await.unwrap();
+    assert_eq!(overwrite.status(), 200);
+    assert_eq!(common::outcome(&overwrite), "spooled");
+    assert_eq!(h.spool.stats().files, 2);
 
     fake.clear_faults();
     h.drained().await;
     assert_eq!(
         common::stored(&fake, "again/one").as_deref(),
-        Some(&b"first bytes"[..])
+        Some(&b"newer bytes"[..])
     );
     assert_eq!(h.spool.stats().dead_letter_files, 0, "nothing set aside");
     // Delivered: the bucket answers for itself.

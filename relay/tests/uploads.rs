@@ -540,3 +540,118 @@ async fn gsutils_multipart_framing_keeps_every_byte_of_the_object() {
     }
     h.stopped().await;
 }
+
+/// How a tool frames an upload (issue 53, item 2).
+#[derive(Debug, Clone, Copy)]
+enum Framing {
+    Media,
+    Multipart,
+    XmlPut,
+    Resumable,
+}
+
+/// Writes `data` as `name` to `base` (the fake or the relay) in `framing`, with
+/// `ifGenerationMatch=0` when `create_only`, no precondition otherwise: the status.
+async fn write(
+    http: &reqwest::Client,
+    base: &str,
+    framing: Framing,
+    name: &str,
+    data: &[u8],
+    create_only: bool,
+) -> u16 {
+    let encoded = common::encode(name);
+    let condition = if create_only {
+        "&ifGenerationMatch=0"
+    } else {
+        ""
+    };
+    let upload = format!("{base}/upload/storage/v1/b/{BUCKET}/o");
+    let request = match framing {
+        Framing::Media => http
+            .post(format!(
+                "{upload}?uploadType=media&name={encoded}{condition}"
+            ))
+            .body(data.to_vec()),
+        Framing::Multipart => http
+            .post(format!("{upload}?uploadType=multipart{condition}"))
+            .header("content-type", "multipart/related; boundary=b0undary")
+            .body(common::multipart_body(&json!({ "name": name }), data)),
+        Framing::XmlPut => {
+            let put = http.put(format!("{base}/{BUCKET}/{encoded}"));
+            let put = if create_only {
+                put.header("x-goog-if-generation-match", "0")
+            } else {
+                put
+            };
+            put.body(data.to_vec())
+        }
+        Framing::Resumable => {
+            let start = http
+                .post(format!(
+                    "{upload}?uploadType=resumable&name={encoded}{condition}"
+                ))
+                .send()
+                .await
+                .unwrap();
+            // The bucket checks a precondition when the session opens, too.
+            if start.status() != 200 {
+                return start.status().as_u16();
+            }
+            let location = start.headers()["location"].to_str().unwrap().to_owned();
+            http.put(location).body(data.to_vec())
+        }
+    };
+    request.send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn a_write_without_a_precondition_overwrites_as_the_bucket_does() {
+    // Found by review (issue 53): every write through the relay was
+    // create-if-absent, so `rclone sync` of an edited file ended in 412 where the
+    // bucket answers `Copied (replaced existing)`. The bucket is the oracle: the same
+    // sequence of writes, straight to the fake and through the relay (healthy, and
+    // spooled during an outage), gets the same statuses and leaves the same bytes.
+    let (fake, fake_base) = real_fake().await;
+    let h = common::passing_through(&fake_base).await;
+    let http = reqwest::Client::new();
+    let framings = [
+        Framing::Media,
+        Framing::Multipart,
+        Framing::XmlPut,
+        Framing::Resumable,
+    ];
+    // (bytes, create only, the bucket's status)
+    let steps: [(&[u8], bool, u16); 4] = [
+        (b"v1", false, 200),
+        (b"v2, edited", false, 200),
+        (b"v3, create only", true, 412),
+        (b"v4", false, 200),
+    ];
+    for (outage, via) in [(false, "direct"), (false, "relay"), (true, "relay")] {
+        if outage {
+            fail_writes(&fake);
+        }
+        let base = if via == "direct" { &fake_base } else { &h.base };
+        for framing in framings {
+            let name = format!("edited/{via}-{outage}/{framing:?}");
+            for (n, &(data, create_only, bucket_status)) in steps.iter().enumerate() {
+                // While spooled, the relay cannot know the bucket has the name; the
+                // create-only write is answered as the spool will apply it: 412
+                // once the name is spooled with other bytes.
+                let status = write(&http, base, framing, &name, data, create_only).await;
+                assert_eq!(status, bucket_status, "{name}, step {n}");
+            }
+        }
+        if outage {
+            fake.clear_faults();
+            h.drained().await;
+        }
+        for framing in framings {
+            let name = format!("edited/{via}-{outage}/{framing:?}");
+            assert_eq!(stored(&fake, &name).as_deref(), Some(&b"v4"[..]), "{name}");
+        }
+    }
+    assert_eq!(h.spool.stats().dead_letter_files, 0, "nothing set aside");
+    h.stopped().await;
+}
