@@ -266,6 +266,14 @@ impl Ledger {
         self.hosts.get(host as usize)?.writes.get(seq as usize)
     }
 
+    /// Write `seq` of `host`, to change: what a test of the checker plants.
+    pub fn get_mut(&mut self, host: u32, seq: u64) -> Option<&mut Write> {
+        self.hosts
+            .get_mut(host as usize)?
+            .writes
+            .get_mut(seq as usize)
+    }
+
     /// Total writes issued.
     pub fn len(&self) -> u64 {
         self.hosts.iter().map(|h| h.writes.len() as u64).sum()

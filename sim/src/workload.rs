@@ -27,7 +27,11 @@ mod purpose {
     pub const ATTRIBUTES: u64 = 102;
     pub const CONFLICT: u64 = 103;
     pub const OTHER_WRITERS_BYTES: u64 = 104;
+    pub const OVERWRITE: u64 = 105;
 }
+
+/// An overwrite takes the name of one of its host's last this many writes.
+pub const OVERWRITE_RECENT: u64 = 8;
 
 /// Characters hard names are drawn from (besides `/` between segments).
 const HARD_CHARS: &[&str] = &[
@@ -46,6 +50,8 @@ pub struct Shape {
     pub attributes: bool,
     /// Share of writes whose name another writer takes first.
     pub conflicts: f64,
+    /// Share of writes that take the name of one of their host's recent writes.
+    pub overwrites: f64,
     /// The scenario's seed.
     pub seed: u64,
 }
@@ -68,6 +74,7 @@ impl Shape {
             hard_names: scenario.workload.hard_names,
             attributes: scenario.workload.attributes,
             conflicts: scenario.workload.conflicts,
+            overwrites: scenario.workload.overwrites,
             seed: scenario.seed,
         }
     }
@@ -76,8 +83,43 @@ impl Shape {
         ChaCha8Rng::seed_from_u64(derive_seed(self.seed, &[purpose, host.into(), seq]))
     }
 
-    /// The object name of write `(host, seq)`.
+    /// The earlier write whose name write `(host, seq)` takes again, if it is an
+    /// overwrite: one of the host's last [`OVERWRITE_RECENT`] writes.
+    pub fn overwritten(&self, host: u32, seq: u64) -> Option<u64> {
+        if self.overwrites <= 0.0 || seq == 0 {
+            return None;
+        }
+        let mut rng = self.rng(purpose::OVERWRITE, host, seq);
+        if !rng.random_bool(self.overwrites) {
+            return None;
+        }
+        Some(seq - rng.random_range(1..=seq.min(OVERWRITE_RECENT)))
+    }
+
+    /// The first write of the name write `(host, seq)` writes: its own `seq`
+    /// unless it is an overwrite. Names are `h<host>/<first seq>...`.
+    pub fn first_of_name(&self, host: u32, seq: u64) -> u64 {
+        let mut first = seq;
+        while let Some(earlier) = self.overwritten(host, first) {
+            first = earlier;
+        }
+        first
+    }
+
+    /// How the producers write: without a precondition when the scenario has
+    /// overwrites (the first write of a name too: a create-if-absent one racing a
+    /// later overwrite would be a conflict), create-if-absent otherwise.
+    pub fn write_mode(&self) -> spool::WriteMode {
+        if self.overwrites > 0.0 {
+            spool::WriteMode::Overwrite
+        } else {
+            spool::WriteMode::CreateIfAbsent
+        }
+    }
+
+    /// The object name of write `(host, seq)`: that of the first write of its name.
     pub fn name(&self, host: u32, seq: u64, poison: bool) -> String {
+        let seq = self.first_of_name(host, seq);
         let prefix = if poison { POISON_PREFIX } else { "" };
         let mut name = format!("{prefix}h{host}/{seq:010}");
         if self.hard_names {
@@ -300,8 +342,38 @@ mod tests {
             hard_names: hard,
             attributes: true,
             conflicts: 0.5,
+            overwrites: 0.0,
             seed: 7,
         }
+    }
+
+    #[test]
+    fn overwrites_take_a_recent_name_of_their_host_in_their_share() {
+        let never = shape(false);
+        let shape = Shape {
+            overwrites: 0.3,
+            ..shape(true)
+        };
+        let mut overwrites = 0;
+        for seq in 0..2000 {
+            let name = shape.name(2, seq, false);
+            let first = shape.first_of_name(2, seq);
+            assert!(first <= seq);
+            assert_eq!(parse_object_name(&name), Some((2, first, false)));
+            if let Some(earlier) = shape.overwritten(2, seq) {
+                overwrites += 1;
+                assert!(
+                    (seq.saturating_sub(OVERWRITE_RECENT)..seq).contains(&earlier),
+                    "{seq}: {earlier}"
+                );
+                assert_eq!(name, shape.name(2, earlier, false));
+            } else {
+                assert_eq!(first, seq);
+            }
+        }
+        assert!((500..700).contains(&overwrites), "{overwrites} of 2000");
+        assert_eq!(shape.overwritten(2, 0), None);
+        assert_eq!(never.overwritten(2, 10), None);
     }
 
     #[test]

@@ -45,6 +45,7 @@ fn hard(seed: u64) -> Shape {
         hard_names: true,
         attributes: true,
         conflicts: 0.1,
+        overwrites: 0.0,
         seed,
     }
 }
@@ -214,6 +215,7 @@ fn shape() -> impl Strategy<Value = Shape> {
             hard_names,
             attributes,
             conflicts,
+            overwrites: 0.0,
             seed,
         })
 }

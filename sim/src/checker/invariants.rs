@@ -60,6 +60,21 @@ pub(super) fn conflicts_caught(tally: &Tally, examples: &[String]) -> Invariant 
     }
 }
 
+pub(super) fn overwrites_land_in_order(tally: &Tally, examples: &[String]) -> Invariant {
+    Invariant {
+        name: "overwrites_land_in_order",
+        statement: "The writes of one name land in the order their callers saw: no name ends in the bucket with the bytes of a write answered before another acknowledged write of it began",
+        status: Status::failed_if(tally.overwritten_out_of_order > 0, || {
+            format!(
+                "{} acknowledged writes were overwritten by an earlier write of their name ({} overwritten in order) (e.g. {})",
+                tally.overwritten_out_of_order,
+                tally.overwritten,
+                examples.join("; ")
+            )
+        }),
+    }
+}
+
 pub(super) fn set_aside_only_for_a_reason(tally: &Tally, examples: &[String]) -> Invariant {
     let failed = tally.good_dead_lettered > 0
         || tally.quarantined_without_cause > 0

@@ -14,12 +14,14 @@
 //! | `gauges_match_disk_after_reopen` | after every open, `spool_files`/`spool_bytes` equal the entry files on the simulated disk; the final inventory's reopen (faults off) succeeds |
 //! | `set_aside_only_for_a_reason` | an acknowledged write is dead-lettered only when the store refused it for good (poison, or a conflict), quarantined only when the disk damaged its file, and no poison object is in the bucket |
 //! | `conflicts_caught` | a write whose name another writer took first with other bytes is never told stored and never removed from a spool as if it had landed: its caller is told rejected, or it is dead-lettered (or still pending) |
+//! | `overwrites_land_in_order` (only with `workload.overwrites`) | no name ends in the bucket with the bytes of a write answered before another acknowledged write of it began: each name ends with its last acknowledged write's bytes, or with those of a write that overlapped it |
 //! | `relay_reads_see_acknowledged_writes` (only with reads, lists or deletes through the relay) | every read through the relay gets the write's bytes; a write the relay acknowledged before a read or list, and that ends in the bucket or a spool, is found by it; a write deleted through the relay is found by no later read or list, and is gone at the end (`reads.rs`) |
 //!
 //! A failure names the writes it concerns: object name, host, and the simulated
 //! times the write was issued and answered.
 
 mod invariants;
+mod names;
 mod reads;
 #[cfg(test)]
 mod tests;
@@ -36,6 +38,7 @@ use crate::workload::{Shape, object_attributes, parse_object_name};
 use crate::world::RunOutput;
 use fake_gcs::ObjectRecord;
 use invariants::*;
+use names::Names;
 use reads::Deletes;
 pub use reads::ReadTally;
 
@@ -149,6 +152,14 @@ pub struct Tally {
     /// Dead-lettered objects that were not poison.
     #[serde(skip)]
     pub good_dead_lettered: u64,
+    /// Acknowledged writes whose name holds the bytes of a write of it that may
+    /// have come after them (`workload.overwrites`).
+    #[serde(skip)]
+    pub overwritten: u64,
+    /// Acknowledged writes whose name holds the bytes of a write of it answered
+    /// before they began: an older write landed over a newer one.
+    #[serde(skip)]
+    pub overwritten_out_of_order: u64,
 }
 
 /// The checker's findings.
@@ -211,12 +222,26 @@ pub fn check(run: &RunOutput) -> Verdict {
     };
     let others = other_writers(run);
     tally.conflicts = others.len() as u64;
+    let names = Names::of(&Shape::of(&run.scenario), &run.ledger);
     let mut conflict_examples = Vec::new();
-    look_in_bucket(run, &others, &mut found, &mut tally, &mut conflict_examples);
-    look_in_inventories(run, &others, &mut found, &mut tally);
-    look_at_disk_damage(run, &mut found);
+    look_in_bucket(
+        run,
+        &names,
+        &others,
+        &mut found,
+        &mut tally,
+        &mut conflict_examples,
+    );
+    look_in_inventories(run, &names, &others, &mut found, &mut tally);
+    look_at_disk_damage(run, &names, &mut found);
     let deletes = Deletes::of(run);
-    let followed = follow_each_write(run, &others, &found, &deletes, &mut tally);
+    let seen = Seen {
+        names: &names,
+        others: &others,
+        found: &found,
+        deletes: &deletes,
+    };
+    let followed = follow_each_write(run, &seen, &mut tally);
     conflict_examples.extend(followed.conflict_examples);
     conflict_examples.truncate(10);
 
@@ -231,6 +256,12 @@ pub fn check(run: &RunOutput) -> Verdict {
         set_aside_only_for_a_reason(&tally, &followed.set_aside_examples),
         conflicts_caught(&tally, &conflict_examples),
     ];
+    if run.scenario.workload.overwrites > 0.0 {
+        invariants.push(overwrites_land_in_order(
+            &tally,
+            &followed.out_of_order_examples,
+        ));
+    }
     let relay_reads = relay_reads.map(|(invariant, tally)| {
         invariants.push(invariant);
         tally
@@ -279,6 +310,7 @@ fn other_writers(run: &RunOutput) -> OtherWriters {
 /// that replaced another writer's object.
 fn look_in_bucket(
     run: &RunOutput,
+    names: &Names,
     others: &OtherWriters,
     found: &mut Found,
     tally: &mut Tally,
@@ -287,8 +319,10 @@ fn look_in_bucket(
     let ledger = &run.ledger;
     let shape = Shape::of(&run.scenario);
     for object in run.bucket.records() {
-        let write = write_named(&shape, &object.name)
-            .and_then(|(host, seq, poison)| Some((host, seq, poison, ledger.get(host, seq)?)));
+        let write = write_named(&shape, &object.name).and_then(|(host, first, poison)| {
+            let seq = names.holding(ledger, host, first, object.size, object.crc32c);
+            Some((host, seq, poison, ledger.get(host, seq)?))
+        });
         let Some((host, seq, poison, w)) = write.filter(|(_, _, poison, w)| w.poison == *poison)
         else {
             tally.foreign += 1;
@@ -331,6 +365,7 @@ fn attributes_match(shape: &Shape, host: u32, seq: u64, object: &ObjectRecord) -
 /// quarantined; counts good objects that were dead-lettered.
 fn look_in_inventories(
     run: &RunOutput,
+    names: &Names,
     others: &OtherWriters,
     found: &mut Found,
     tally: &mut Tally,
@@ -343,9 +378,10 @@ fn look_in_inventories(
             (&inventory.quarantine, QUARANTINED),
         ] {
             for entry in entries {
-                let Some((host, seq, poison)) = write_named(&shape, &entry.name) else {
+                let Some((host, first, poison)) = write_named(&shape, &entry.name) else {
                     continue;
                 };
+                let seq = names.holding(&run.ledger, host, first, entry.size, entry.crc32c);
                 let intact = run
                     .ledger
                     .get(host, seq)
@@ -365,15 +401,19 @@ fn look_in_inventories(
 
 /// Marks the writes whose entry file the disk damaged, read from the disk's own
 /// record of what the file held before.
-fn look_at_disk_damage(run: &RunOutput, found: &mut Found) {
+fn look_at_disk_damage(run: &RunOutput, names: &Names, found: &mut Found) {
     for disk in &run.disks {
         for damage in &disk.damage {
             let name = spool::entry::decode_header(&damage.original).map(|(h, _)| h.name);
+            // Every write of the name: which one's bytes the file held is gone.
             if let Ok(name) = name
-                && let Some((host, seq, _)) = write_named(&Shape::of(&run.scenario), &name)
-                && let Some(f) = found.get_mut(host, seq)
+                && let Some((host, first, _)) = write_named(&Shape::of(&run.scenario), &name)
             {
-                *f |= DAMAGED;
+                for seq in names.writes(host, first) {
+                    if let Some(f) = found.get_mut(host, seq) {
+                        *f |= DAMAGED;
+                    }
+                }
             }
         }
     }
@@ -385,6 +425,25 @@ struct Followed {
     lost_examples: Vec<String>,
     set_aside_examples: Vec<String>,
     conflict_examples: Vec<String>,
+    out_of_order_examples: Vec<String>,
+}
+
+/// What the checker saw of the run before following each write.
+struct Seen<'a> {
+    names: &'a Names,
+    others: &'a OtherWriters,
+    found: &'a Found,
+    deletes: &'a Deletes,
+}
+
+impl Seen<'_> {
+    /// The write of `(host, seq)`'s name whose bytes the bucket holds, if another.
+    fn overwritten_by(&self, shape: &Shape, host: u32, seq: u64) -> Option<u64> {
+        let first = shape.first_of_name(host, seq);
+        self.names.writes(host, first).find(|&other| {
+            other != seq && self.found.0[host as usize][other as usize] & IN_BUCKET != 0
+        })
+    }
 }
 
 /// The write `name` is the exact name of, if any: a name that only starts like one
@@ -407,19 +466,15 @@ fn describe(shape: &Shape, host: usize, seq: usize, w: &crate::ledger::Write) ->
 /// Counts what each write's caller was told and where an acknowledged write
 /// ended up (the bucket first, then set aside, then pending; else destroyed by the
 /// disk, or lost).
-fn follow_each_write(
-    run: &RunOutput,
-    others: &OtherWriters,
-    found: &Found,
-    deletes: &Deletes,
-    tally: &mut Tally,
-) -> Followed {
+fn follow_each_write(run: &RunOutput, seen: &Seen, tally: &mut Tally) -> Followed {
     let shape = Shape::of(&run.scenario);
+    let (others, found, deletes) = (seen.others, seen.found, seen.deletes);
     let mut followed = Followed {
         in_flight: 0,
         lost_examples: Vec::new(),
         set_aside_examples: Vec::new(),
         conflict_examples: Vec::new(),
+        out_of_order_examples: Vec::new(),
     };
     for (host, h) in run.ledger.hosts().iter().enumerate() {
         for (seq, w) in h.writes.iter().enumerate() {
@@ -464,6 +519,20 @@ fn follow_each_write(
                 tally.pending += 1;
             } else if f & DAMAGED != 0 {
                 tally.destroyed_by_disk += 1;
+            } else if let Some(last) = seen.overwritten_by(&shape, host as u32, seq as u64) {
+                let last_write = &h.writes[last as usize];
+                if names::began_after(w, last_write) {
+                    tally.overwritten_out_of_order += 1;
+                    if followed.out_of_order_examples.len() < 10 {
+                        followed.out_of_order_examples.push(format!(
+                            "{} was overwritten by the earlier {}",
+                            describe(&shape, host, seq, w),
+                            describe(&shape, host, last as usize, last_write)
+                        ));
+                    }
+                } else {
+                    tally.overwritten += 1;
+                }
             } else if conflict {
                 tally.conflicts_removed += 1;
                 example(&mut followed.conflict_examples);

@@ -114,12 +114,13 @@ async fn produce(
                 if let Some(other) = shape.other_writer(host, seq, poison, &payload) {
                     plant(shared, &name, other);
                 }
+                let mode = shape.write_mode();
                 let (writer, shared) = (writer.clone(), shared.clone());
                 // Boxed: the write's future is about 2.3 KiB, which tokio would
                 // otherwise copy into the task, into its finished stage and out of
                 // it again; the task then holds a pointer.
                 in_flight.spawn(Box::pin(async move {
-                    if let Some(told) = writer.write(&shared, &name, payload, &attributes).await {
+                    if let Some(told) = writer.write(&shared, &name, payload, &attributes, mode).await {
                         shared.ledger().tell(host, seq, now(), told);
                     }
                 }));
@@ -170,12 +171,15 @@ impl Writer {
         name: &str,
         payload: bytes::Bytes,
         attributes: &object_store::Attributes,
+        mode: spool::WriteMode,
     ) -> Option<Told> {
         match self {
-            Writer::Spool(uploader) => {
-                Some(told(uploader.upload_with(name, payload, attributes).await))
-            }
-            Writer::Relay(client) => match client.write(name, payload, attributes).await {
+            Writer::Spool(uploader) => Some(told(
+                uploader
+                    .upload_with_mode(name, payload, attributes, mode)
+                    .await,
+            )),
+            Writer::Relay(client) => match client.write(name, payload, attributes, mode).await {
                 RelayAnswer::Told(told) => Some(told),
                 RelayAnswer::Unreached => {
                     shared.recorder().relay_unreached += 1;

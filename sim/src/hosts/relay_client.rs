@@ -1,6 +1,7 @@
 //! How an app host writes through the relay: [`RelayClient`], `object_store`'s GCS
 //! client, the one a user points at an emulator endpoint, at `http://relay:4443`,
-//! create-if-absent, with the write's attributes. What the caller is told comes from
+//! create-if-absent (or overwriting, in a scenario with overwrites), with the write's
+//! attributes. What the caller is told comes from
 //! the relay's HTTP answer ([`RelayAnswer`]). A write in flight when the relay's
 //! process ends (a crash or restart, or a connection its graceful stop closed before
 //! reading the request) has no answer; the world makes it unknown then.
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::TryStreamExt as _;
 use object_store::path::Path;
-use object_store::{Attributes, GetOptions, ObjectStore, ObjectStoreExt as _, PutMode, PutOptions};
+use object_store::{Attributes, GetOptions, ObjectStore, ObjectStoreExt as _, PutOptions};
 use relay::{OUTCOME_HEADER, OUTCOME_SPOOLED, OUTCOME_STORED};
 use spool::Remote;
 
@@ -61,7 +62,8 @@ impl RelayClient {
         })
     }
 
-    /// Writes `payload` as `name`, create-if-absent, with `attributes`.
+    /// Writes `payload` as `name` in `mode` (create-if-absent sends
+    /// `ifGenerationMatch: 0`; an overwrite, no precondition), with `attributes`.
     ///
     /// `object_store` returns neither the response's headers nor, on an error, its
     /// status in a form worth parsing, so the transport records both in an
@@ -69,14 +71,20 @@ impl RelayClient {
     /// which the GCS client puts on the HTTP request). Reading the relay's metrics
     /// or the fake's counters instead would tell the bench what the relay thinks,
     /// not what this caller heard.
-    pub async fn write(&self, name: &str, payload: Bytes, attributes: &Attributes) -> RelayAnswer {
+    pub async fn write(
+        &self,
+        name: &str,
+        payload: Bytes,
+        attributes: &Attributes,
+        mode: spool::WriteMode,
+    ) -> RelayAnswer {
         let Ok(path) = self.remote.path(name) else {
             // The client cannot express the name: nothing was sent.
             return RelayAnswer::Unreached;
         };
         let exchange = Exchange::default();
         let mut options = PutOptions {
-            mode: PutMode::Create,
+            mode: mode.put_mode(),
             attributes: attributes.clone(),
             ..PutOptions::default()
         };

@@ -22,6 +22,8 @@
 //! names = "plain"                # plain: h<host>/<seq>; hard: every character Cloud Storage allows, up to 1,024 bytes
 //! attributes = false             # writes carry content type, cache control, ..., custom metadata
 //! conflicts = 0.0                # share of writes whose name another writer takes first
+//! overwrites = 0.0               # share of writes that rewrite one of their host's last 8 names
+//!                                # (then every write overwrites, without a precondition)
 //!
 //! [spool]                        # spool::SpoolConfig
 //! max_files = 200
@@ -166,6 +168,9 @@ pub struct Workload {
     pub attributes: bool,
     /// Share of writes whose name another writer takes first.
     pub conflicts: f64,
+    /// Share of writes that take again the name of one of their host's last eight
+    /// writes; in a scenario with any, every write is unconditional (overwrites).
+    pub overwrites: f64,
 }
 
 impl Workload {

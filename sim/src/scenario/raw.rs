@@ -107,6 +107,8 @@ struct RawWorkload {
     attributes: bool,
     #[serde(default)]
     conflicts: f64,
+    #[serde(default)]
+    overwrites: f64,
 }
 
 fn one() -> u32 {
@@ -228,6 +230,33 @@ fn ensure(ok: bool, field: &str, message: impl Into<String>) -> Checked<()> {
     }
 }
 
+/// Overwrites are judged by the order of each name's writes, which the checker
+/// does not (yet) combine with another writer taking names first, poison names, or
+/// reads, lists and deletes through the relay (whose judge expects one write a name).
+fn overwrites_alone(workload: &Workload, relay: Option<&RelayOptions>) -> Checked<()> {
+    if workload.overwrites == 0.0 {
+        return Ok(());
+    }
+    let reading = relay.is_some_and(|r| {
+        r.reads_per_write > 0.0 || r.lists_per_write > 0.0 || r.deletes_per_write > 0.0
+    });
+    for (other, on) in [
+        ("workload.conflicts", workload.conflicts > 0.0),
+        ("workload.poison", workload.poison > 0.0),
+        (
+            "relay.reads_per_write, lists_per_write or deletes_per_write",
+            reading,
+        ),
+    ] {
+        ensure(
+            !on,
+            "workload.overwrites",
+            format!("cannot be combined with {other} yet"),
+        )?;
+    }
+    Ok(())
+}
+
 fn probability(value: f64, field: &str) -> Checked<f64> {
     ensure(
         (0.0..=1.0).contains(&value),
@@ -276,6 +305,7 @@ impl RawScenario {
         let drainer = self.drainer.check()?;
         let (faults, fault_shapes) = faults(&self.faults, self.capacity.as_ref(), start)?;
         let relay = self.relay.check()?;
+        overwrites_alone(&workload, relay.as_ref())?;
         let mut events = Vec::with_capacity(self.events.len());
         for (i, raw) in self.events.iter().enumerate() {
             events.push(raw.check(i, start, self.duration, workload.hosts, relay.is_some())?);
@@ -365,6 +395,7 @@ impl RawWorkload {
             hard_names,
             attributes: self.attributes,
             conflicts: probability(self.conflicts, "workload.conflicts")?,
+            overwrites: probability(self.overwrites, "workload.overwrites")?,
         })
     }
 }

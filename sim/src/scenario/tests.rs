@@ -266,3 +266,18 @@ mix = { "503" = 1.0 }
     let err = parse("shapes.toml", &both).unwrap_err();
     assert_eq!(err.field.as_deref(), Some("fault[0].length"), "{err}");
 }
+
+#[test]
+fn overwrites_are_a_probability_and_not_yet_combined_with_conflicts_or_poison() {
+    let with = |extra: &str| GOOD.replace("rate = 50", &format!("rate = 50\n{extra}"));
+    let s = parse("s.toml", &with("overwrites = 0.25")).unwrap();
+    assert_eq!(s.workload.overwrites, 0.25);
+    assert_eq!(parse("s.toml", GOOD).unwrap().workload.overwrites, 0.0);
+    let e = err(&with("overwrites = 1.5"));
+    assert_eq!(e.field.as_deref(), Some("workload.overwrites"), "{e}");
+    for other in ["conflicts = 0.1", "poison = 0.01"] {
+        let e = err(&with(&format!("overwrites = 0.25\n{other}")));
+        assert_eq!(e.field.as_deref(), Some("workload.overwrites"), "{e}");
+        assert!(e.to_string().contains("cannot be combined"), "{e}");
+    }
+}
