@@ -363,7 +363,7 @@ pub const RULES: [AlertRule; 11] = [
         condition: Condition::DrainLooping(Duration::from_secs(600)),
         hold_for: Duration::from_secs(600),
         severity: "warning",
-        summary: "The drainer on {{ $labels.instance }} keeps sending entries it cannot remove",
+        summary: "The drainer on {{ $labels.instance }} cannot remove the entries it delivered",
         description: "For 10 minutes the spool on {{ $labels.instance }} has failed to remove or move entries it had settled (failed removals or moves in the last 10 minutes: {{ $value | printf \"%.0f\" }}) and has not shrunk: the entries are delivered (the objects are in the bucket) and the remover tries their removal again after each pause. The spool's directory refuses removals (read-only, permissions, or a failing disk).",
     },
     AlertRule {
