@@ -13,7 +13,8 @@ workflow succeeded and the bucket holds everything it wrote.
 - rclone (Debian's): `copy` of a tree of 24 files (an empty one, a text with a
   blank line, one whose last byte is a CR, one 20 MiB file) and then a second
   `copy` of the same tree, which
-  must transfer nothing new.
+  must transfer nothing new; then `sync` of the tree with one file edited and one
+  removed: one object replaced (an overwrite), one deleted.
 - gcsfs under pandas: `DataFrame.to_parquet` and `read_parquet` back, and
   `fs.put(tree, recursive=True)`.
 - pyarrow's `GcsFileSystem` (Google's C++ client): `open_output_stream`,
@@ -160,7 +161,29 @@ def rclone(endpoint, bucket, prefix, local, digests):
     again = [line for line in second.splitlines() if '"msg":"Copied' in line]
     if again:
         raise RuntimeError(f"the second copy copied {len(again)} files again: {again[:2]}")
-    return {prefix + rel: d for rel, d in digests.items()}, "2 copies, the second copied nothing"
+    # An edit synced: rclone rewrites the object without a precondition, which the
+    # relay refused (412, create-if-absent) before issue 53; sync then skipped its
+    # deletions. The tree is copied, so the other tools see it as it was.
+    edited = local.rstrip("/") + "-edited-" + prefix.replace("/", "-")
+    shutil.rmtree(edited, ignore_errors=True)
+    shutil.copytree(local, edited)
+    rel = "sub/text.txt"
+    with open(os.path.join(edited, rel), "rb") as f:
+        data = f.read() + b"an edited line\n"
+    with open(os.path.join(edited, rel), "wb") as f:
+        f.write(data)
+    os.remove(os.path.join(edited, "f01.bin"))
+    third = run(["rclone", "sync", edited, dest, *flags])
+    replaced = re.findall(r'"msg":"Copied \(replaced existing\)', third)
+    deleted = re.findall(r'"msg":"Deleted"', third)
+    if (len(replaced), len(deleted)) != (1, 1):
+        raise RuntimeError(
+            f"the sync of an edit replaced {len(replaced)} files (1 expected) and "
+            f"deleted {len(deleted)} (1 expected): {third[-1500:]}"
+        )
+    expected = {prefix + r: d for r, d in digests.items() if r != "f01.bin"}
+    expected[prefix + rel] = digest(data)
+    return expected, "2 copies, the second copied nothing; a sync of an edit replaced 1 file and deleted 1"
 
 
 def gcsfs_pandas(endpoint, bucket, prefix, local, digests):
