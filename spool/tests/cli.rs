@@ -182,6 +182,24 @@ async fn cat_writes_the_verified_payload() {
 }
 
 #[tokio::test]
+async fn cat_header_says_what_a_dead_letter_was_and_why_it_was_set_aside() {
+    // What the runbook promises for a dead letter: its object's name, attributes
+    // and the store's refusal, beside the payload `cat` prints.
+    let dir = tempfile::tempdir().unwrap();
+    spool_with_a_dead_letter(dir.path()).await;
+    let path = dir.path().to_str().unwrap();
+    let dead = json(&["cat", path, "1", "--from", "dead-letter", "--header"]);
+    assert_eq!(dead["name"], "poison");
+    assert_eq!(dead["mode"], "create_if_absent");
+    assert_eq!(dead["payload_bytes"], 7);
+    assert_eq!(dead["payload_crc32c"], crc32c::crc32c(b"refused"));
+    assert_eq!(dead["note"], "HTTP 403 Forbidden");
+    let pending = json(&["cat", path, "2", "--header"]);
+    assert_eq!(pending["name"], "a/ü 1%.json");
+    assert!(pending.get("note").is_none(), "{pending}");
+}
+
+#[tokio::test]
 async fn requeue_puts_a_dead_letter_back_in_order_and_refuses_a_locked_spool() {
     let dir = tempfile::tempdir().unwrap();
     spool_with_a_dead_letter(dir.path()).await;

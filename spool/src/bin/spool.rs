@@ -52,7 +52,9 @@ enum Command {
     /// Read every entry in full and check lengths and checksums; list quarantined
     /// and dead-lettered files with their reasons. Exits 1 if any entry is corrupt.
     Verify(Target),
-    /// Write one entry's payload to standard output, after verifying it.
+    /// Write one entry's payload to standard output, after verifying it; with
+    /// --header, what the entry holds besides (object name, write mode, attributes,
+    /// sizes and crc32c, and why it was set aside) as JSON instead.
     Cat {
         /// The spool directory.
         dir: PathBuf,
@@ -61,6 +63,10 @@ enum Command {
         /// Where the entry is.
         #[arg(long, value_enum, default_value = "entries")]
         from: Place,
+        /// Print the entry's header (and the note of a set-aside entry) as JSON, not
+        /// its payload.
+        #[arg(long)]
+        header: bool,
     },
     /// Move dead-lettered or quarantined entries back into the queue (after fixing
     /// what made the store refuse them). Takes the spool's lock.
@@ -135,7 +141,12 @@ fn main() -> ExitCode {
         Command::Stat(target) => stat(&target),
         Command::Ls { target, limit } => ls(&target, limit),
         Command::Verify(target) => verify(&target),
-        Command::Cat { dir, seq, from } => cat(&dir, seq, from),
+        Command::Cat {
+            dir,
+            seq,
+            from,
+            header,
+        } => cat(&dir, seq, from, header),
         Command::Requeue {
             dir,
             from,
@@ -238,8 +249,10 @@ fn entry_json(e: &EntryInfo) -> Value {
         "seq": h.seq,
         "file": e.file,
         "name": h.name,
+        "mode": h.mode.as_str(),
         "created_unix_ms": h.created_unix_ms,
         "payload_bytes": h.payload_len,
+        "payload_crc32c": h.payload_crc32c,
         "file_bytes": h.file_bytes(),
         "attributes": attributes,
     })
@@ -321,21 +334,34 @@ fn verify(target: &Target) -> Outcome {
     Ok(code)
 }
 
-fn cat(dir: &Path, seq: u64, place: Place) -> Outcome {
-    let sub = match place {
-        Place::Entries => layout::ENTRIES_DIR,
-        Place::DeadLetter => layout::DEAD_LETTER_DIR,
-        Place::Quarantine => layout::QUARANTINE_DIR,
+fn cat(dir: &Path, seq: u64, place: Place, header: bool) -> Outcome {
+    let (sub, note_suffix) = match place {
+        Place::Entries => (layout::ENTRIES_DIR, None),
+        Place::DeadLetter => (layout::DEAD_LETTER_DIR, Some(layout::ERROR_SUFFIX)),
+        Place::Quarantine => (layout::QUARANTINE_DIR, Some(layout::REASON_SUFFIX)),
     };
     let sub_dir = dir.join(sub);
     let file = std::fs::read_dir(&sub_dir)
         .map_err(|e| io_error(format!("{}: {e}", sub_dir.display())))?
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|f| note_suffix.is_none_or(|suffix| !f.ends_with(suffix)))
         .find(|f| layout::parse_seq(f) == Some(seq))
         .ok_or_else(|| (FINDINGS, format!("no entry {seq} in {}", sub_dir.display())))?;
     let data = std::fs::read(sub_dir.join(&file)).map_err(io_error)?;
-    let (_, payload) =
+    let (entry, payload) =
         layout::verify(&file, data.into()).map_err(|e| (FINDINGS, format!("{sub}/{file}: {e}")))?;
+    if header {
+        let mut shown = entry_json(&inspect::EntryInfo {
+            file: file.clone(),
+            header: entry,
+        });
+        if let Some(suffix) = note_suffix {
+            let note = std::fs::read_to_string(sub_dir.join(format!("{file}{suffix}")));
+            shown["note"] = Value::from(note.unwrap_or_default().trim_end());
+        }
+        print_json(&shown);
+        return Ok(ExitCode::SUCCESS);
+    }
     use std::io::Write;
     std::io::stdout().write_all(&payload).map_err(io_error)?;
     Ok(ExitCode::SUCCESS)
