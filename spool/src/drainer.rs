@@ -10,7 +10,7 @@
 //! | already exists, proven ours (MD5, or the bytes read back) | an earlier try landed: remove the entry |
 //! | already exists, proven different | dead-letter as a conflict (someone else used the name) |
 //! | already exists, cannot be checked | dead-letter as "conflict: cannot verify", never removed |
-//! | retryable failure (408, 429, 5xx, timeout, reset) | sleep a jittered backoff, try again |
+//! | retryable failure (408, 429, 5xx, timeout, reset) | sleep a jittered backoff (cut short when the store takes a write elsewhere), try again |
 //! | permanent failure (400, 403, ...) | dead-letter with the error, go on |
 //! | entry fails verification, or cannot be read 5 times in a row | quarantine with the reason, go on |
 //!
@@ -40,7 +40,10 @@
 //! A write may take `put_timeout` plus its size over `min_bytes_per_second`, so a
 //! large entry on a slow link is not retried forever. Backoff is per worker:
 //! `uniform(0, min(cap, base * 2^failures))` with full jitter, drawn from a seeded
-//! RNG, reset by any success. Shutdown stops workers between entries: an upload in
+//! RNG, reset by any success. A write the store takes elsewhere (a direct upload,
+//! another worker's entry) wakes one worker out of its retry's backoff, and each
+//! success wakes the next, so a healed store is drained at once while a failing
+//! one keeps its backoff (`spool/src/spool/store_took.rs`). Shutdown stops workers between entries: an upload in
 //! flight finishes (or times out), a backoff sleep is cut short.
 
 use std::collections::VecDeque;
@@ -395,6 +398,8 @@ impl Worker {
             let settled = match step {
                 Step::Done(how) => {
                     backoff.reset();
+                    // The store heals: the next worker in its backoff tries now.
+                    self.spool.store_took_a_write();
                     self.spool.metrics().drained(how);
                     // Off the worker's path: the remover deletes in batches.
                     self.spool.remove_in_background(claim);
@@ -419,8 +424,14 @@ impl Worker {
                     let delay = backoff.next_delay(&mut self.rng);
                     tracing::debug!(error = %e, ?delay, name = %header.name, "drain write failed; will retry");
                     let spool = self.spool.clone();
-                    self.pause_until(delay, spool.withdrawn(claim.seq()))
-                        .await?;
+                    let seq = claim.seq();
+                    let woken = async {
+                        tokio::select! {
+                            () = spool.withdrawn(seq) => {}
+                            () = spool.store_took_a_write_elsewhere() => {}
+                        }
+                    };
+                    self.pause_until(delay, woken).await?;
                     continue;
                 }
             };
@@ -815,6 +826,77 @@ mod tests {
             assert_eq!(bytes, Bytes::from(format!("bytes of {name}")));
         }
         assert_eq!(spool.metrics().drained_total(D::Uploaded), 20);
+    }
+
+    /// Four workers whose every retry waits 600 s.
+    fn waiting_long(workers: usize) -> DrainerConfig {
+        DrainerConfig {
+            backoff: BackoffConfig {
+                base: Duration::from_secs(600),
+                cap: Duration::from_secs(600),
+                jitter: Jitter::None,
+            },
+            ..config(workers)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_direct_upload_the_healed_store_takes_wakes_the_drain_out_of_its_backoff() {
+        // What was seen (issue 57): workers slept out their backoff after the store
+        // healed; the first entry left 14.2 s after healing. Here every worker
+        // waits 600 s between tries: before the wake, nothing left for 600 s.
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        fill_numbered(&spool, 20).await;
+        let store = FlakyStore::new(Mode::Down);
+        let remote = Remote::new(store.clone());
+        let drainer = Drainer::start(spool.clone(), remote.clone(), waiting_long(4));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(
+            spool.metrics().drain_retries_total(),
+            4,
+            "each worker tried once"
+        );
+
+        store.set_mode(Mode::Healthy);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(spool.stats().files, 20, "a worker woke without a cause");
+        let uploader =
+            crate::Uploader::new(spool.clone(), remote, crate::UploaderConfig::default());
+        let outcome = uploader.upload("fresh", Bytes::from("new")).await.unwrap();
+        assert_eq!(outcome, crate::Outcome::Stored);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        spool.flush_removals().await;
+        assert_eq!(spool.stats().files, 0, "the backlog waited out the backoff");
+        assert_eq!(spool.metrics().drained_total(D::Uploaded), 20);
+        drainer.shutdown().await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_success_while_the_store_still_fails_wakes_one_attempt_not_every_worker() {
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        fill_numbered(&spool, 20).await;
+        let store = FlakyStore::new(Mode::Down);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store), waiting_long(4));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(spool.metrics().drain_retries_total(), 4);
+        // Writes the store took elsewhere while it fails the drain's: each wakes
+        // one worker, whose failed try sends it back to its backoff, waking no one.
+        for woken in 1..=3 {
+            spool.store_took_a_write();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            assert_eq!(spool.metrics().drain_retries_total(), 4 + woken);
+        }
+        // With no worker waiting, nothing is kept for later.
+        drainer.shutdown().await;
+        spool.store_took_a_write();
+        let drainer = Drainer::start(
+            spool.clone(),
+            Remote::new(FlakyStore::new(Mode::Down)),
+            waiting_long(1),
+        );
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(spool.metrics().drain_retries_total(), 7 + 1);
+        drainer.shutdown().await;
     }
 
     #[tokio::test(start_paused = true)]

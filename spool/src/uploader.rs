@@ -289,7 +289,10 @@ impl Uploader {
             .upload_direct_seconds
             .observe(started.elapsed().as_secs_f64());
         let error = match result {
-            Ok(()) => return Direct::Stored,
+            Ok(()) => {
+                self.spool.store_took_a_write();
+                return Direct::Stored;
+            }
             Err(e) => e,
         };
         metrics.store_error(WritePath::Direct, error.kind_label());
@@ -345,7 +348,10 @@ impl Uploader {
             .upload_direct_seconds
             .observe(started.elapsed().as_secs_f64());
         let error = match result {
-            Ok(()) => return Ok(Direct::Stored),
+            Ok(()) => {
+                self.spool.store_took_a_write();
+                return Ok(Direct::Stored);
+            }
             Err(e) => stream_failure(staged, e)?,
         };
         metrics.store_error(WritePath::Direct, error.kind_label());

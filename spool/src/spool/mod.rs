@@ -31,6 +31,7 @@ mod open;
 mod put;
 mod recover;
 mod stage;
+mod store_took;
 #[cfg(test)]
 mod tests;
 
@@ -275,6 +276,8 @@ struct Inner {
     /// apart from `changed`, so that a drainer's worker in its backoff is not
     /// woken by every put.
     withdrawals: tokio::sync::Notify,
+    /// Wakes a drain worker out of its backoff when the store takes a write.
+    store_took: store_took::StoreTook,
     /// Wakes the remover task ([`claim::run_remover`]).
     removals_wake: Arc<tokio::sync::Notify>,
     _lock: DiskLock,

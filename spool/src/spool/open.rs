@@ -137,6 +137,7 @@ impl Spool {
                 state: Mutex::new(state),
                 changed: tokio::sync::Notify::new(),
                 withdrawals: tokio::sync::Notify::new(),
+                store_took: Default::default(),
                 removals_wake: Arc::new(tokio::sync::Notify::new()),
                 _lock: lock,
             }),
