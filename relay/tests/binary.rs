@@ -507,6 +507,13 @@ async fn readiness_is_the_relay_serving_and_uploadz_says_why_uploads_are_refused
         scraped.contains("spool_relay_refusing_uploads{reason=\"bucket_missing\"} 1"),
         "{scraped}"
     );
+    // The relay's scrape as `curl` gets it, which promtool reads (issue 57: it was
+    // OpenMetrics whatever was asked, and `promtool check metrics` failed).
+    if let Some(promtool) = spool::testing::tools::tool("promtool")
+        && let Err(said) = spool::testing::tools::check_metrics(&promtool, &scraped)
+    {
+        panic!("promtool check metrics: {said}\n{scraped}");
+    }
     terminate(&relay);
     assert!(exited(relay, &mut log).await.success());
 }

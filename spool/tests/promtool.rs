@@ -224,3 +224,50 @@ fn promtool_catches_a_model_that_is_one_evaluation_off() {
         );
     }
 }
+
+/// A scrape of a spool that has done a bit of everything, as `curl` gets it (the
+/// text format), passes `promtool check metrics`, lint included; in OpenMetrics
+/// (what Prometheus asks for) promtool refuses the `info` type, as it did every
+/// scrape before the endpoint served the text format (issue 57).
+#[tokio::test]
+async fn a_scrape_in_the_text_format_passes_promtool_check_metrics() {
+    use spool::metrics::{Format, encode_as};
+    use spool::testing::{FlakyStore, Mode};
+    use spool::{Remote, Spool, SpoolConfig, Uploader, UploaderConfig};
+
+    let Some(bin) = common::tool("promtool") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let spool = Spool::open(dir.path(), SpoolConfig::default())
+        .await
+        .unwrap();
+    // One upload stored, one spooled while the store fails (a store error counted).
+    let store = FlakyStore::new(Mode::Healthy);
+    let uploader = Uploader::new(
+        spool.clone(),
+        Remote::new(store.clone()),
+        UploaderConfig::default(),
+    );
+    uploader
+        .upload("a", bytes::Bytes::from_static(b"1"))
+        .await
+        .unwrap();
+    store.set_mode(Mode::Down);
+    uploader
+        .upload("b", bytes::Bytes::from_static(b"2"))
+        .await
+        .unwrap();
+    assert_eq!(spool.stats().files, 1);
+    let mut registry = prometheus_client::registry::Registry::default();
+    spool.register_metrics(&mut registry);
+    let text = encode_as(&registry, Format::Text);
+    if let Err(said) = tools::check_metrics(&bin, &text) {
+        panic!("promtool: {said}\n{text}");
+    }
+    let open = encode_as(&registry, Format::OpenMetrics);
+    assert!(
+        tools::check_metrics(&bin, &open).is_err(),
+        "promtool took OpenMetrics"
+    );
+}

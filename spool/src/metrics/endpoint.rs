@@ -31,7 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::places::{Place, Places, accept_error_advice};
 
-use super::{CONTENT_TYPE, encode};
+use super::{Format, encode_as};
 
 /// The default address of the metrics endpoint: loopback only, port 9464 (the
 /// OpenTelemetry Prometheus exporter's). Expose it wider deliberately.
@@ -276,9 +276,11 @@ fn respond<B>(
                     return response.expect("static response parts are valid");
                 }
                 _ => {
+                    let format = Format::for_accept(header("accept"));
                     let response = hyper::Response::builder()
-                        .header(hyper::header::CONTENT_TYPE, CONTENT_TYPE)
-                        .body(Full::new(Bytes::from(encode(registry))));
+                        .header(hyper::header::CONTENT_TYPE, format.content_type())
+                        .header(hyper::header::VARY, "Accept")
+                        .body(Full::new(Bytes::from(encode_as(registry, format))));
                     return response.expect("static response parts are valid");
                 }
             },
@@ -303,9 +305,14 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     async fn get(addr: SocketAddr, path: &str) -> String {
+        get_with(addr, path, "").await
+    }
+
+    /// A GET of `path` with `headers` (each line ending in CRLF).
+    async fn get_with(addr: SocketAddr, path: &str, headers: &str) -> String {
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         let request =
-            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n");
         stream.write_all(request.as_bytes()).await.unwrap();
         let mut response = String::new();
         stream.read_to_string(&mut response).await.unwrap();
@@ -327,9 +334,26 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let server = tokio::spawn(serve(listener, Arc::new(registry)));
 
+        // Prometheus asks for OpenMetrics; curl and promtool get the text format.
+        let prometheus = "Accept: application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2\r\n";
+        let open = get_with(addr, "/metrics", prometheus).await;
+        assert!(open.contains(crate::metrics::CONTENT_TYPE), "{open}");
+        assert!(open.ends_with("# EOF\n"), "{open}");
+        assert!(open.contains("# TYPE spool_uploads counter\n"), "{open}");
         let response = get(addr, "/metrics").await;
         assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-        assert!(response.contains(CONTENT_TYPE), "{response}");
+        assert!(
+            response.contains(super::super::TEXT_CONTENT_TYPE),
+            "{response}"
+        );
+        assert!(
+            !response.contains("# EOF") && !response.contains("# UNIT"),
+            "{response}"
+        );
+        assert!(
+            response.contains("# TYPE spool_uploads_total counter\n"),
+            "{response}"
+        );
         for line in [
             "\nspool_files 1.0\n",
             &format!("\nspool_bytes {}.0\n", crate::entry::file_bytes(1, 0, 5)),

@@ -38,10 +38,12 @@
 pub mod dashboard;
 #[cfg(feature = "http")]
 mod endpoint;
+mod exposition;
 #[cfg(feature = "http")]
 pub use endpoint::{
     DEFAULT_METRICS_ADDR, EndpointConfig, Readiness, bind_and_serve, serve, serve_with,
 };
+pub use exposition::{Format, TEXT_CONTENT_TYPE, text_format};
 
 use std::borrow::Cow;
 
@@ -643,6 +645,14 @@ pub fn encode(registry: &Registry) -> String {
     prometheus_client::encoding::text::encode(&mut out, registry)
         .expect("writing to a String cannot fail");
     out
+}
+
+/// Encodes `registry` in `format` (a scrape's, [`Format::for_accept`]).
+pub fn encode_as(registry: &Registry, format: Format) -> String {
+    match format {
+        Format::OpenMetrics => encode(registry),
+        Format::Text => text_format(&encode(registry)),
+    }
 }
 
 #[cfg(test)]

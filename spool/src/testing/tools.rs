@@ -58,3 +58,34 @@ pub fn run(bin: &Path, dir: &Path, args: &[&str]) -> Result<String, String> {
         Err(text)
     }
 }
+
+/// `promtool check metrics` (lint included) on a scrape: what it said, as `Ok` when
+/// the scrape passed with nothing to say and `Err` otherwise.
+///
+/// # Panics
+///
+/// When `promtool` cannot be started or fed.
+pub fn check_metrics(promtool: &Path, scrape: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", promtool.display()));
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    stdin
+        .write_all(scrape.as_bytes())
+        .expect("promtool reads its input");
+    drop(stdin);
+    let out = child.wait_with_output().expect("promtool runs");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    if out.status.success() && said.trim().is_empty() {
+        Ok(())
+    } else {
+        Err(said)
+    }
+}
