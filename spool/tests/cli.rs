@@ -265,3 +265,27 @@ fn rules_prints_the_shipped_alert_rules() {
     assert_eq!(code, 0);
     assert_eq!(out, include_str!("../alerts/spool.rules.yml"));
 }
+
+#[test]
+fn rules_link_an_absolute_runbook_url_when_given_one() {
+    // An alert notification (Alertmanager, PagerDuty) carries the runbook_url to
+    // someone with no checkout: the shipped relative path leads nowhere there.
+    let base = "https://git.example.com/ops/spool/blob/main/docs/runbook.md";
+    let (code, out) = run(&["rules", "--runbook-url", base]);
+    assert_eq!(code, 0, "{out}");
+    let links: Vec<&str> = (out.lines())
+        .filter_map(|l| l.trim().strip_prefix("runbook_url: "))
+        .collect();
+    assert_eq!(links.len(), spool::alerts::RULES.len(), "{out}");
+    for link in links {
+        assert!(
+            link.trim_matches('"').starts_with(&format!("{base}#")),
+            "{link}"
+        );
+    }
+    for bad in ["docs/runbook.md", "ftp://x/r", "https://", "https://h/r#x"] {
+        let (code, out) = run(&["rules", "--runbook-url", bad]);
+        assert_eq!(code, 2, "{bad}: {out}");
+        assert!(out.contains("--runbook-url"), "{out}");
+    }
+}

@@ -91,7 +91,29 @@ enum Command {
     /// entry has drained for --stall-timeout.
     Drain(DrainArgs),
     /// Print the alert rules (Prometheus rules file).
-    Rules,
+    Rules {
+        /// Where your copy of the runbook is (an http or https URL, such as your
+        /// repository's docs/runbook.md or your wiki's page): each alert's
+        /// `runbook_url` is `URL#its-section`, a link an alert notification can
+        /// carry. Without it, the repository's relative `docs/runbook.md`.
+        #[arg(long, value_name = "URL", value_parser = absolute_url)]
+        runbook_url: Option<String>,
+    },
+}
+
+/// An absolute http(s) URL without a fragment (the rules add each alert's).
+fn absolute_url(url: &str) -> Result<String, String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .ok_or("must be an absolute http:// or https:// URL")?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err("names no host".into());
+    }
+    if url.contains('#') || url.chars().any(char::is_whitespace) {
+        return Err("must have no '#' (each alert adds its section's) and no spaces".into());
+    }
+    Ok(url.to_owned())
 }
 
 #[derive(Args)]
@@ -155,8 +177,14 @@ fn main() -> ExitCode {
             json,
         } => runtime().block_on(requeue(&dir, from, (!all).then_some(&seqs[..]), json)),
         Command::Drain(args) => runtime().block_on(drain(&args)),
-        Command::Rules => {
-            print!("{}", spool::alerts::rules_yaml());
+        Command::Rules { runbook_url } => {
+            let options = spool::alerts::RulesOptions {
+                runbook_base: runbook_url
+                    .as_deref()
+                    .unwrap_or(spool::alerts::DEFAULT_RUNBOOK_BASE),
+                ..Default::default()
+            };
+            print!("{}", spool::alerts::rules_yaml_with(&options));
             Ok(ExitCode::SUCCESS)
         }
     };
