@@ -24,7 +24,7 @@
 //! |---|---|---|
 //! | [`Condition::OldestAgeAbove`] | `spool_oldest_age_seconds > s` | `oldest_age_seconds > s` |
 //! | [`Condition::FullerThan`] | `spool_bytes / spool_max_bytes > r or spool_files / spool_max_files > r` | the same divisions in `f64` (a zero bound gives infinity or NaN, as in PromQL) |
-//! | [`Condition::FullWithin`] | `predict_linear(spool_bytes[l], h) > spool_max_bytes or predict_linear(spool_files[l], h) > spool_max_files` | `predicted_bytes > max_bytes` or `predicted_files > max_files`, each from [`predict_linear`] over the scrapes in `[t - l, t]`; none with fewer than two |
+//! | [`Condition::FullWithin`] | `(predict_linear(spool_bytes[l], h) > spool_max_bytes and deriv(spool_bytes[g]) > 0) or (the same of spool_files)` | `predicted_bytes > max_bytes` and `bytes_slope > 0`, or the same of files: [`predict_linear`] over the scrapes in `[t - l, t]`, [`deriv`] over those in `[t - g, t]`; none with fewer than two |
 //! | [`Condition::Rejecting`] | `increase(spool_uploads_total{outcome="rejected"}[w]) > 0` | `rejected_in_window > 0`: [`counter_increase`] over the scrapes in `[t - w, t]` (a drop is a counter reset); PromQL's extrapolation scales a positive increase and never changes its sign |
 //! | [`Condition::DeadLetterFiles`] | `spool_dead_letter_files > 0` | `dead_letter_files > 0` |
 //! | [`Condition::QuarantineFiles`] | `spool_quarantined_files > 0` | `quarantined_files > 0` |
@@ -63,12 +63,16 @@ pub enum Condition {
     /// ratio.
     FullerThan(f64),
     /// At the trend of the last `lookback`, bytes or files pass their bound within
-    /// `horizon` (`predict_linear`).
+    /// `horizon` (`predict_linear`), and are still growing over the last `growing`
+    /// (`deriv > 0`): a ramp that has stopped no longer forecasts anything, though
+    /// the lookback still holds it.
     FullWithin {
         /// How much history the trend is fitted to.
         lookback: Duration,
         /// How far ahead it is extended.
         horizon: Duration,
+        /// Over how much of the latest history the series must still grow.
+        growing: Duration,
     },
     /// Uploads were refused (`outcome="rejected"`: spool full or object too large)
     /// within the window.
@@ -136,6 +140,11 @@ pub struct Sample {
     pub predicted_bytes: Option<f64>,
     /// `predict_linear(spool_files[lookback], horizon)`; `None` as above.
     pub predicted_files: Option<f64>,
+    /// `deriv(spool_bytes[growing])`, per second; `None` with fewer than two
+    /// scrapes in that range.
+    pub bytes_slope: Option<f64>,
+    /// `deriv(spool_files[growing])`; `None` as above.
+    pub files_slope: Option<f64>,
     /// No `spool_files` series at this instant (the target is down or not scraped):
     /// the instant values above are stale; the windowed fields still count the
     /// scrapes taken within the window.
@@ -150,10 +159,15 @@ impl Condition {
             Condition::FullerThan(r) => {
                 format!("{BYTES} / {MAX_BYTES} > {r} or {FILES} / {MAX_FILES} > {r}")
             }
-            Condition::FullWithin { lookback, horizon } => {
+            Condition::FullWithin {
+                lookback,
+                horizon,
+                growing,
+            } => {
                 let (l, h) = (prometheus_duration(lookback), horizon.as_secs_f64());
+                let g = prometheus_duration(growing);
                 format!(
-                    "predict_linear({BYTES}[{l}], {h}) > {MAX_BYTES} or predict_linear({FILES}[{l}], {h}) > {MAX_FILES}"
+                    "(predict_linear({BYTES}[{l}], {h}) > {MAX_BYTES} and deriv({BYTES}[{g}]) > 0) or (predict_linear({FILES}[{l}], {h}) > {MAX_FILES} and deriv({FILES}[{g}]) > 0)"
                 )
             }
             Condition::Rejecting(w) => format!(
@@ -216,7 +230,9 @@ impl Condition {
                 s.bytes as f64 / s.max_bytes as f64 > r || s.files as f64 / s.max_files as f64 > r
             }
             Condition::FullWithin { .. } => {
-                above(s.predicted_bytes, s.max_bytes) || above(s.predicted_files, s.max_files)
+                let growing = |slope: Option<f64>| slope.is_some_and(|d| d > 0.0);
+                (above(s.predicted_bytes, s.max_bytes) && growing(s.bytes_slope))
+                    || (above(s.predicted_files, s.max_files) && growing(s.files_slope))
             }
             Condition::Rejecting(_) => s.rejected_in_window > 0,
             Condition::DeadLetterFiles => s.dead_letter_files > 0,
@@ -304,11 +320,12 @@ pub const RULES: [AlertRule; 11] = [
         condition: Condition::FullWithin {
             lookback: Duration::from_secs(1800),
             horizon: Duration::from_secs(3600),
+            growing: Duration::from_secs(300),
         },
         hold_for: Duration::from_secs(600),
         severity: "warning",
         summary: "The spool on {{ $labels.instance }} will be full within an hour",
-        description: "At the trend of the last 30 minutes the spool on {{ $labels.instance }} passes max_bytes or max_files within an hour (forecast {{ $value | humanize }} bytes or files). When it is full, uploads the store fails are refused.",
+        description: "At the trend of the last 30 minutes the spool on {{ $labels.instance }} passes max_bytes or max_files within an hour (forecast {{ $value | humanize }} bytes or files), and it grew over the last 5 minutes. When it is full, uploads the store fails are refused.",
     },
     AlertRule {
         name: "SpoolRejectingUploads",
@@ -497,12 +514,25 @@ pub fn counter_increase(values: &[f64]) -> Option<f64> {
 /// predicts itself, as in Prometheus; otherwise rounding may differ from Prometheus's
 /// in the last bits.
 pub fn predict_linear(points: &[(f64, f64)], horizon_seconds: f64) -> Option<f64> {
+    let (slope, intercept) = least_squares(points)?;
+    Some(intercept + slope * horizon_seconds)
+}
+
+/// PromQL's `deriv()`: the slope, per second, of the least-squares line through
+/// `points`; `None` with fewer than two.
+pub fn deriv(points: &[(f64, f64)]) -> Option<f64> {
+    least_squares(points).map(|(slope, _)| slope)
+}
+
+/// The least-squares line through `points` as (slope, value at x = 0); a constant
+/// series is exactly flat (as Prometheus gives it, without rounding).
+fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     if points.len() < 2 {
         return None;
     }
     let first = points[0].1;
     if points.iter().all(|&(_, v)| v == first) {
-        return Some(first);
+        return Some((0.0, first));
     }
     let n = points.len() as f64;
     let (mut sx, mut sy, mut sxy, mut sxx) = (0.0, 0.0, 0.0, 0.0);
@@ -514,7 +544,7 @@ pub fn predict_linear(points: &[(f64, f64)], horizon_seconds: f64) -> Option<f64
     }
     let slope = (sxy - sx * sy / n) / (sxx - sx * sx / n);
     let intercept = sy / n - slope * sx / n;
-    Some(intercept + slope * horizon_seconds)
+    Some((slope, intercept))
 }
 
 /// What one scrape of one spool returns, as far as the rules read it.
@@ -638,32 +668,44 @@ impl Scrapes<'_> {
         let step = self.interval.as_nanos().max(1);
         let t = self.interval.as_nanos() * k as u128;
         let first = t.saturating_sub(range.as_nanos()).div_ceil(step) as usize;
-        // (seconds relative to now, scrape) for the scrapes in the range.
-        let window: Vec<(f64, Scrape)> = (first..=k)
+        // (index, seconds relative to now, scrape) for the scrapes in the range.
+        let window: Vec<(usize, f64, Scrape)> = (first..=k)
             .filter_map(|j| {
                 let x = -((k - j) as f64) * self.interval.as_secs_f64();
-                self.scrapes[j].map(|s| (x, s))
+                self.scrapes[j].map(|s| (j, x, s))
             })
             .collect();
         let increase = |counter: fn(&Scrape) -> u64| {
-            let values: Vec<f64> = window.iter().map(|(_, s)| counter(s) as f64).collect();
+            let values: Vec<f64> = window.iter().map(|(_, _, s)| counter(s) as f64).collect();
             counter_increase(&values).unwrap_or(0.0) as u64
         };
         sample.rejected_in_window = increase(|s| s.rejected_total);
         sample.recoveries_in_window = increase(|s| s.recoveries_total);
         sample.failed_in_window = increase(|s| s.failed_total);
         sample.remove_errors_in_window = increase(|s| s.remove_errors_total);
-        if let [(_, first), .., (_, last)] = window[..] {
+        if let [(_, _, first), .., (_, _, last)] = window[..] {
             sample.files_change_in_window = Some(last.files as f64 - first.files as f64);
         }
-        if let Condition::FullWithin { horizon, .. } = *condition {
-            let trend = |gauge: fn(&Scrape) -> u64| {
-                let points: Vec<(f64, f64)> =
-                    window.iter().map(|(x, s)| (*x, gauge(s) as f64)).collect();
-                predict_linear(&points, horizon.as_secs_f64())
+        if let Condition::FullWithin {
+            horizon, growing, ..
+        } = *condition
+        {
+            // The scrapes in `[t - growing, t]`, chosen as the range's are.
+            let recent_first = t.saturating_sub(growing.as_nanos()).div_ceil(step) as usize;
+            let recent: Vec<(usize, f64, Scrape)> =
+                (window.iter().filter(|(j, ..)| *j >= recent_first).copied()).collect();
+            let points = |scrapes: &[(usize, f64, Scrape)], gauge: fn(&Scrape) -> u64| {
+                let points: Vec<(f64, f64)> = scrapes
+                    .iter()
+                    .map(|(_, x, s)| (*x, gauge(s) as f64))
+                    .collect();
+                points
             };
-            sample.predicted_bytes = trend(|s| s.bytes);
-            sample.predicted_files = trend(|s| s.files);
+            let h = horizon.as_secs_f64();
+            sample.predicted_bytes = predict_linear(&points(&window, |s| s.bytes), h);
+            sample.predicted_files = predict_linear(&points(&window, |s| s.files), h);
+            sample.bytes_slope = deriv(&points(&recent, |s| s.bytes));
+            sample.files_slope = deriv(&points(&recent, |s| s.files));
         }
         sample
     }

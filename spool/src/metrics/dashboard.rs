@@ -105,7 +105,9 @@ pub fn panels() -> Vec<Panel> {
     let (lookback, horizon) = RULES
         .iter()
         .find_map(|r| match r.condition {
-            Condition::FullWithin { lookback, horizon } => Some((lookback, horizon)),
+            Condition::FullWithin {
+                lookback, horizon, ..
+            } => Some((lookback, horizon)),
             _ => None,
         })
         .expect("the shipped rules forecast fullness");
