@@ -533,8 +533,8 @@ async fn attempt(
         Ok(()) => return Step::Done(DrainOutcome::Uploaded),
         Err(e) => e,
     };
-    metrics.store_error(WritePath::Drain, error.kind_label());
     if !matches!(error, StoreError::AlreadyExists { .. }) {
+        metrics.store_error(WritePath::Drain, error.kind_label());
         return match error.is_retryable() {
             true => Step::Retry(error),
             false => Step::DeadLetter(error.to_string()),
@@ -591,8 +591,8 @@ async fn attempt_streamed(
         Err(e @ StreamError::Read { .. }) => return Step::ReadFailed(e.to_string()),
         Err(e @ StreamError::Damaged { .. }) => return Step::Quarantine(e.to_string()),
     };
-    metrics.store_error(WritePath::Drain, error.kind_label());
     if !matches!(error, StoreError::AlreadyExists { .. }) {
+        metrics.store_error(WritePath::Drain, error.kind_label());
         return match error.is_retryable() {
             true => Step::Retry(error),
             false => Step::DeadLetter(error.to_string()),
@@ -614,9 +614,13 @@ fn settle_existing(
         Step::DeadLetter(conflict.to_string())
     };
     match existing {
+        // An earlier try landed: delivered, and no store error (the 412 is ours).
         Ok(Existing::Matches) => Step::Done(DrainOutcome::AlreadyPresent),
         // Deleted since the 412: the next create will succeed.
-        Ok(Existing::Missing) => Step::Retry(error),
+        Ok(Existing::Missing) => {
+            metrics.store_error(WritePath::Drain, error.kind_label());
+            Step::Retry(error)
+        }
         Ok(Existing::Differs(detail)) => conflict(detail),
         Ok(Existing::Unverifiable(detail)) => conflict(format!("cannot verify: {detail}")),
         Err(StreamError::Store(e)) if e.is_retryable() => Step::Retry(e),
@@ -1121,6 +1125,9 @@ mod tests {
         assert_eq!(spool.metrics().drained_total(D::AlreadyPresent), 1);
         assert_eq!(store.contents().await.len(), 1);
         assert_eq!(spool.stats().dead_letter_files, 0);
+        // The 412 proven ours is a delivery, not a store error (issue 57).
+        let errors = |kind| spool.metrics().store_errors_total(WritePath::Drain, kind);
+        assert_eq!(errors("already_exists"), 0);
     }
 
     #[tokio::test(start_paused = true)]
@@ -1139,6 +1146,8 @@ mod tests {
         drainer.shutdown().await;
         assert_eq!(spool.metrics().dead_lettered_total(), 1);
         assert_eq!(spool.metrics().drained_total(D::AlreadyPresent), 0);
+        let errors = |kind| spool.metrics().store_errors_total(WritePath::Drain, kind);
+        assert_eq!((errors("conflict"), errors("already_exists")), (1, 0));
     }
 
     #[tokio::test(start_paused = true)]

@@ -295,15 +295,18 @@ impl Uploader {
             }
             Err(e) => e,
         };
-        metrics.store_error(WritePath::Direct, error.kind_label());
         let error = match error {
             StoreError::AlreadyExists { .. } => {
                 self.settle_already_exists(name, payload, error).await
             }
             other => other,
         };
+        if let StoreError::AlreadyExists { .. } = error {
+            // Proven ours (an earlier try landed): a write stored, not an error.
+            return Direct::Stored;
+        }
+        metrics.store_error(WritePath::Direct, error.kind_label());
         match error {
-            StoreError::AlreadyExists { .. } => Direct::Stored,
             e if e.is_retryable() => {
                 tracing::debug!(%name, error = %e, "store write failed; spooling");
                 Direct::Spool(e)
@@ -354,7 +357,6 @@ impl Uploader {
             }
             Err(e) => stream_failure(staged, e)?,
         };
-        metrics.store_error(WritePath::Direct, error.kind_label());
         let error = match error {
             StoreError::AlreadyExists { .. } => {
                 let existing =
@@ -367,8 +369,12 @@ impl Uploader {
             }
             other => other,
         };
+        if let StoreError::AlreadyExists { .. } = error {
+            // Proven ours: a write stored, not an error.
+            return Ok(Direct::Stored);
+        }
+        metrics.store_error(WritePath::Direct, error.kind_label());
         Ok(match error {
-            StoreError::AlreadyExists { .. } => Direct::Stored,
             e if e.is_retryable() => {
                 tracing::debug!(%name, error = %e, "streamed store write failed; spooling");
                 Direct::Spool(e)
@@ -768,6 +774,9 @@ mod tests {
             up.upload("a", Bytes::from_static(b"1")).await.unwrap(),
             Outcome::Stored
         );
+        // The 412 was ours: a write stored, not a store error (issue 57).
+        let errors = |kind| spool.metrics().store_errors_total(WritePath::Direct, kind);
+        assert_eq!(errors("already_exists"), 0);
     }
 
     #[tokio::test(start_paused = true)]

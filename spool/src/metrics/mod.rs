@@ -17,7 +17,7 @@
 //! | `spool_broken` | gauge | 1 while the spool refuses writes after a failed directory sync (it reopens itself) |
 //! | `spool_build_info{version}` | info | 1, labelled with the library's version |
 //! | `spool_uploads_total{outcome}` | counter | `stored` (directly), `spooled`, `rejected` (spool full or too large: backpressure), `failed` (refused by the store, invalid, or the spool broken) |
-//! | `spool_store_errors_total{path,kind}` | counter | failed store writes; `path` is `direct` or `drain`, `kind` a status (`503`), `timeout`, `transport`, `already_exists`, `conflict`, `refused` or `invalid_name` |
+//! | `spool_store_errors_total{path,kind}` | counter | failed store writes; `path` is `direct` or `drain`, `kind` a status (`503`), `timeout`, `transport`, `already_exists` (a 412 whose object was gone when checked), `conflict` (a 412 over other bytes), `refused` or `invalid_name`. A 412 proven ours (an earlier try landed) is no error: the upload is `stored`, the entry `already_present` |
 //! | `spool_drained_total{outcome}` | counter | entries removed after the store took them: `uploaded`, or `already_present` (412: an earlier try had landed) |
 //! | `spool_dead_lettered_total` | counter | entries moved to `dead-letter/` |
 //! | `spool_quarantined_total` | counter | entries moved to `quarantine/` |
@@ -469,6 +469,16 @@ impl Metrics {
         self.drained
             .get_or_create(&OutcomeLabels {
                 outcome: outcome.label(),
+            })
+            .get()
+    }
+
+    /// Store errors of `kind` (a [`crate::StoreError::kind_label`]) on `path` so far.
+    pub fn store_errors_total(&self, path: WritePath, kind: &str) -> u64 {
+        self.store_errors
+            .get_or_create(&StoreErrorLabels {
+                path: path.label(),
+                kind: kind.to_owned(),
             })
             .get()
     }
