@@ -153,18 +153,32 @@ pub struct Args {
 struct Cli {
     #[command(flatten)]
     args: Args,
+    /// How log lines are written: `plain` (key=value text) or `json` (one object a
+    /// line: `timestamp`, `level`, `target`, `fields` with the message and every
+    /// field, and `span` with the request's `id`), for a log pipeline.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "plain")]
+    log_format: LogFormat,
 }
 
-/// The binary: parses the flags, logs to stdout (`RUST_LOG`, default `info`), runs.
+/// [`Cli::log_format`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Plain,
+    Json,
+}
+
+/// The binary: parses the flags, logs to stdout (`RUST_LOG`, default `info`; in
+/// `--log-format`), runs.
 pub fn main() -> ExitCode {
     use std::io::IsTerminal as _;
     let cli = Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stdout().is_terminal())
-        .init();
+    let log = tracing_subscriber::fmt().with_env_filter(filter);
+    match cli.log_format {
+        LogFormat::Plain => log.with_ansi(std::io::stdout().is_terminal()).init(),
+        LogFormat::Json => log.json().with_span_list(false).init(),
+    }
     // Before any thread starts: it reads and removes LISTEN_FDS.
     let result = handoff::inherited().and_then(|inherited| run(cli.args, inherited));
     match result {

@@ -402,7 +402,11 @@ impl Logged<'_> {
             reply = reply.header("connection", "close");
         }
         let sent = reply.body.len() as u64;
-        self.log(label, reply.status, sent, wire::refusal_message(&reply));
+        let outcome = (reply.headers.iter())
+            .find(|(name, _)| name == OUTCOME_HEADER)
+            .map(|(_, value)| value.as_str());
+        let message = wire::refusal_message(&reply);
+        self.log(label, reply.status, sent, outcome, message);
         let body = passthrough::whole(reply.body.clone());
         reply.into_response(body)
     }
@@ -417,11 +421,21 @@ impl Logged<'_> {
         let sent = (response.headers().get(http::header::CONTENT_LENGTH))
             .and_then(|v| v.to_str().ok()?.parse().ok())
             .unwrap_or(0);
-        self.log(label, response.status().as_u16(), sent, None);
+        let outcome = (response.headers().get(OUTCOME_HEADER)).and_then(|v| v.to_str().ok());
+        self.log(label, response.status().as_u16(), sent, outcome, None);
         response
     }
 
-    fn log(&self, label: &'static str, status: u16, sent: u64, message: Option<String>) {
+    /// Logs the request's line; an upload's says where its bytes went
+    /// (`outcome=stored|spooled`, as its answer's `x-spool-outcome`).
+    fn log(
+        &self,
+        label: &'static str,
+        status: u16,
+        sent: u64,
+        outcome: Option<&str>,
+        message: Option<String>,
+    ) {
         self.relay.metrics().answered(label, status);
         let parts = self.parts;
         tracing::info!(
@@ -431,10 +445,11 @@ impl Logged<'_> {
             query = %wire::redacted_query(parts.uri.query().unwrap_or("")),
             route = label,
             status,
+            outcome = outcome.unwrap_or("-"),
             received_bytes = self.received.load(std::sync::atomic::Ordering::Relaxed),
             sent_bytes = sent,
             millis = self.started.elapsed().as_millis() as u64,
-            message = message.unwrap_or_default(),
+            refusal = message.unwrap_or_default(),
             "request"
         );
     }

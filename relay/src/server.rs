@@ -414,7 +414,7 @@ fn refuse(
         query = %fake_gcs::wire::redacted_query(req.uri().query().unwrap_or("")),
         route = label,
         status = refusal.status,
-        message = %refusal.message,
+        refusal = %refusal.message,
         "request refused before its handler"
     );
     let reply = refusal.reply(route.api());

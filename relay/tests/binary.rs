@@ -517,3 +517,54 @@ async fn readiness_is_the_relay_serving_and_uploadz_says_why_uploads_are_refused
     terminate(&relay);
     assert!(exited(relay, &mut log).await.success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_one_object_a_line_and_an_uploads_line_says_where_it_went() {
+    // Issue 57: a request line had no outcome, and no log pipeline could read the
+    // lines without a parser of its own.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let dir = tempfile::tempdir().unwrap();
+    let objects = dir.path().join("objects");
+    let upstream = format!("file://{}", objects.display());
+    let args = [
+        "--dir",
+        "spool",
+        "--upstream",
+        &upstream,
+        "--bucket",
+        BUCKET,
+    ];
+    let (relay, mut log, listening) =
+        start_listening(dir.path(), &[&args[..], &["--log-format", "json"]].concat()).await;
+    let json = |line: &str| -> serde_json::Value {
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    };
+    let listening = json(&listening);
+    assert_eq!(listening["level"], "INFO", "{listening}");
+    assert_eq!(listening["fields"]["message"], "spool-relay listening");
+    let addr = listening["fields"]["addr"].as_str().unwrap().to_owned();
+    let http = reqwest::Client::new();
+    let url = format!(
+        "http://{addr}/upload/storage/v1/b/{BUCKET}/o?uploadType=media&ifGenerationMatch=0&name=f"
+    );
+    let answer = http.post(url).body("local").send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+    let id: u64 = answer.headers()[relay::REQUEST_ID_HEADER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let raw = line_with(&mut log, "\"message\":\"request\"").await;
+    let line = json(&raw);
+    let fields = &line["fields"];
+    assert_eq!(
+        (&fields["status"], &fields["outcome"], &fields["method"]),
+        (&200.into(), &"stored".into(), &"POST".into()),
+        "{line}"
+    );
+    assert_eq!(line["span"]["id"], id, "{line}");
+    // Each key once: a log pipeline keeps one value of a key written twice.
+    assert_eq!(raw.matches("\"message\":").count(), 1, "{raw}");
+    terminate(&relay);
+    assert!(exited(relay, &mut log).await.success());
+}
