@@ -61,9 +61,33 @@ fn conditions_read_the_sample_as_the_promql_says() {
         (full, with(|s| s.files = 81), true),
         (full, unbounded(|s| s.bytes = 1), true), // 1 / 0 = +Inf
         (full, Sample::default(), false),         // 0 / 0 = NaN
-        (filling, with(|s| s.predicted_bytes = Some(1000.0)), false),
-        (filling, with(|s| s.predicted_bytes = Some(1000.5)), true),
-        (filling, with(|s| s.predicted_files = Some(101.0)), true),
+        (
+            filling,
+            with(|s| (s.predicted_bytes, s.bytes_slope) = (Some(1000.0), Some(1.0))),
+            false,
+        ),
+        (
+            filling,
+            with(|s| (s.predicted_bytes, s.bytes_slope) = (Some(1000.5), Some(1.0))),
+            true,
+        ),
+        (
+            filling,
+            with(|s| (s.predicted_files, s.files_slope) = (Some(101.0), Some(0.1))),
+            true,
+        ),
+        // Past the bound at the 30-minute trend, but no longer growing.
+        (filling, with(|s| s.predicted_bytes = Some(1000.5)), false),
+        (
+            filling,
+            with(|s| (s.predicted_bytes, s.bytes_slope) = (Some(1000.5), Some(0.0))),
+            false,
+        ),
+        (
+            filling,
+            with(|s| (s.predicted_files, s.bytes_slope) = (Some(101.0), Some(1.0))),
+            false,
+        ),
         (filling, base, false),
         (rejecting, with(|s| s.rejected_in_window = 1), true),
         (rejecting, with(|s| s.dead_lettered_in_window = 1), false),
@@ -238,8 +262,26 @@ fn the_forecast_is_fitted_to_the_lookback_and_extended_by_the_horizon() {
     }));
     let at_41 = s.sample(41, &filling);
     assert!((at_41.predicted_bytes.unwrap() - 1010.0).abs() < 1e-6);
+    assert!((at_41.bytes_slope.unwrap() - 10.0 / 60.0).abs() < 1e-9);
     assert!(filling.holds(&at_41));
     assert_eq!(s.sample(0, &filling).predicted_bytes, None);
+
+    // The growth stops at 41 minutes: the 30-minute trend still forecasts past a
+    // bound of 900, but once the last 5 minutes are flat the condition ends.
+    let mut stopped = scrapes.clone();
+    stopped.extend((0..5).map(|_| scrapes[41]));
+    let s = minutely(&stopped);
+    let bound = |sample: Sample| Sample {
+        max_bytes: 900,
+        ..sample
+    };
+    let at_45 = bound(s.sample(45, &filling));
+    assert!(at_45.predicted_bytes.unwrap() > 900.0, "{at_45:?}");
+    assert!(filling.holds(&at_45), "41..45 still holds a step of growth");
+    let at_46 = bound(s.sample(46, &filling));
+    assert!(at_46.predicted_bytes.unwrap() > 900.0, "{at_46:?}");
+    assert_eq!(at_46.bytes_slope, Some(0.0));
+    assert!(!filling.holds(&at_46));
 }
 
 #[test]
