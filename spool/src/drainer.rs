@@ -421,6 +421,7 @@ impl Worker {
                 }
                 Step::Retry(e) => {
                     self.spool.metrics().drain_retries.inc();
+                    self.spool.store_failed_a_write(&e);
                     let delay = backoff.next_delay(&mut self.rng);
                     tracing::debug!(error = %e, ?delay, name = %header.name, "drain write failed; will retry");
                     let spool = self.spool.clone();
@@ -873,6 +874,61 @@ mod tests {
         assert_eq!(spool.stats().files, 0, "the backlog waited out the backoff");
         assert_eq!(spool.metrics().drained_total(D::Uploaded), 20);
         drainer.shutdown().await;
+    }
+
+    /// Log lines written while it lives, as text.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    impl Captured {
+        fn lines_with(&self, text: &str) -> usize {
+            let log = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
+            log.lines().filter(|l| l.contains(text)).count()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outage_is_logged_when_it_starts_once_a_minute_while_it_lasts_and_when_it_ends() {
+        // Issue 57: a 20-minute outage with 152 drain retries logged nothing at
+        // info; a line per failure would drown the log.
+        let captured = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(captured.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        let _logging = tracing::subscriber::set_default(subscriber);
+        let (spool, _) = mem_spool(SpoolConfig::default()).await;
+        fill_numbered(&spool, 40).await;
+        let store = FlakyStore::new(Mode::Down);
+        let drainer = Drainer::start(spool.clone(), Remote::new(store.clone()), config(4));
+        tokio::time::sleep(Duration::from_secs(150)).await;
+        assert!(spool.metrics().drain_retries_total() > 100);
+        assert_eq!(captured.lines_with("the store is failing writes"), 1);
+        assert_eq!(captured.lines_with("still failing writes"), 2);
+        assert_eq!(captured.lines_with("takes writes again"), 0);
+        store.set_mode(Mode::Healthy);
+        until_empty(&spool).await;
+        drainer.shutdown().await;
+        assert_eq!(captured.lines_with("takes writes again"), 1);
+        assert_eq!(captured.lines_with("the store is failing writes"), 1);
     }
 
     #[tokio::test(start_paused = true)]

@@ -309,6 +309,7 @@ impl Uploader {
         match error {
             e if e.is_retryable() => {
                 tracing::debug!(%name, error = %e, "store write failed; spooling");
+                self.spool.store_failed_a_write(&e);
                 Direct::Spool(e)
             }
             e => Direct::Refused(e),
@@ -377,6 +378,7 @@ impl Uploader {
         Ok(match error {
             e if e.is_retryable() => {
                 tracing::debug!(%name, error = %e, "streamed store write failed; spooling");
+                self.spool.store_failed_a_write(&e);
                 Direct::Spool(e)
             }
             e => Direct::Refused(e),
