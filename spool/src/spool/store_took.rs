@@ -95,7 +95,7 @@ impl Spool {
             };
             drop(health);
             tracing::info!(
-                failed_for = %humantime::format_duration(whole_seconds(now - since)),
+                failed_for = %crate::format::duration(now - since),
                 failed,
                 files = stats.files,
                 bytes = stats.bytes,
@@ -124,7 +124,7 @@ impl Spool {
                 per_second = format!("{rate:.1}"),
                 files = stats.files,
                 bytes = stats.bytes,
-                about_left = %left.map_or("unknown".into(), |d| humantime::format_duration(whole_seconds(d)).to_string()),
+                about_left = %left.map_or("unknown".into(), crate::format::duration),
                 "draining: the store took writes since the last line; the spool holds the rest"
             );
         }
@@ -161,12 +161,12 @@ impl Spool {
         drop(health);
         let stats = self.stats();
         tracing::warn!(
-            failing_for = %humantime::format_duration(whole_seconds(now - since)),
+            failing_for = %crate::format::duration(now - since),
             failed,
             taken,
             files = stats.files,
             bytes = stats.bytes,
-            oldest = %humantime::format_duration(whole_seconds(stats.oldest_age)),
+            oldest = %crate::format::duration(stats.oldest_age),
             last_error = %error,
             "the store is still failing writes; the spool holds what it failed"
         );
@@ -184,9 +184,4 @@ impl Spool {
         let _retrying = Retrying(&took.retrying);
         woken.await;
     }
-}
-
-/// `d` to the second, as a person reads a duration in a log line.
-fn whole_seconds(d: Duration) -> Duration {
-    Duration::from_secs(d.as_secs())
 }
